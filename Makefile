@@ -1,0 +1,58 @@
+# kubeletapi: `make run` starts a demo node agent, `make test` runs every check CI runs.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+# Debian packages the test suite and benchmarks need (installed only when running as root).
+# Later issues add prometheus, influxdb, containerd here: this is the one list.
+DEB_PACKAGES := wrk curl
+
+.PHONY: all venv deb run test lint typecheck importlint pytest openapi bench clean
+
+all: test
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+venv: $(BIN)/.installed
+
+deb:
+	@if [ "$$(id -u)" != 0 ]; then \
+		echo "make: not root, not installing Debian packages: $(DEB_PACKAGES)"; \
+	else \
+		missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+		if [ -n "$$missing" ]; then \
+			echo "make: installing Debian packages:" $$missing; \
+			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+		fi; \
+	fi
+
+run: venv
+	@scripts/run.sh
+
+lint: venv
+	$(BIN)/ruff check kubeletapi tests bench
+
+typecheck: venv
+	$(BIN)/mypy kubeletapi
+
+importlint: venv
+	$(BIN)/lint-imports
+
+pytest: venv deb
+	$(BIN)/pytest
+
+test: venv deb lint typecheck importlint pytest
+
+openapi: venv
+	$(BIN)/python -m kubeletapi.openapi_doc > openapi/kubeletapi.json
+
+bench: venv deb
+	$(BIN)/python bench/http_bench.py
+
+clean:
+	rm -rf $(VENV) .run .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,215 @@
+"""Command line: the kubelet's flag names over the --config file, then run the agent.
+
+Flags override the file, as in the kubelet. Bad flags or a bad file exit with code 1 and a
+message naming the flag, file and field; so do start-up failures (port in use, unreadable
+certificate). SIGTERM and SIGINT stop the agent gracefully (exit 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from kubeletapi import __version__
+from kubeletapi.config import Duration, FlagValue, NodeOptions, build_config, read_config_file, validate
+from kubeletapi.errors import KubeletError
+from kubeletapi.kubelet import Kubelet
+
+log = logging.getLogger("kubeletapi")
+
+
+def _bool(text: str) -> bool:
+    lowered = text.lower()
+    if lowered in ("1", "t", "true"):
+        return True
+    if lowered in ("0", "f", "false"):
+        return False
+    raise argparse.ArgumentTypeError(f"invalid boolean {text!r}")
+
+
+def _duration(text: str) -> str:
+    try:
+        Duration.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    return text
+
+
+def _header(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition(":")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"header {text!r} must be key:value")
+    return name, value
+
+
+# (flag, config path, type, help); flags without a path are node options (below).
+CONFIG_FLAGS: list[tuple[str, tuple[str, ...], Any, str]] = [
+    ("--address", ("address",), str, "IP address to serve on (0.0.0.0 for all IPv4 interfaces)"),
+    ("--port", ("port",), int, "port of the secure (authenticated) server"),
+    ("--read-only-port", ("readOnlyPort",), int, "port of the read-only server (0 disables it)"),
+    ("--healthz-port", ("healthzPort",), int, "port of the healthz server (0 disables it)"),
+    ("--healthz-bind-address", ("healthzBindAddress",), str, "IP address of the healthz server"),
+    ("--tls-cert-file", ("tlsCertFile",), str, "serving certificate (a CA chain may follow)"),
+    ("--tls-private-key-file", ("tlsPrivateKeyFile",), str, "serving certificate's private key"),
+    ("--client-ca-file", ("authentication", "x509", "clientCAFile"), str,
+     "CA bundle for client certificates (default: the generated CA)"),
+    ("--anonymous-auth", ("authentication", "anonymous", "enabled"), _bool, "allow anonymous requests"),
+    ("--authentication-token-webhook", ("authentication", "webhook", "enabled"), _bool,
+     "authenticate bearer tokens with TokenReview (needs --kubeconfig)"),
+    ("--authentication-token-webhook-cache-ttl", ("authentication", "webhook", "cacheTTL"), _duration,
+     "TokenReview cache TTL"),
+    ("--authorization-mode", ("authorization", "mode"), str, "AlwaysAllow, Webhook or RBAC"),
+    ("--authorization-webhook-cache-authorized-ttl", ("authorization", "webhook", "cacheAuthorizedTTL"),
+     _duration, "SubjectAccessReview cache TTL for allowed requests"),
+    ("--authorization-webhook-cache-unauthorized-ttl", ("authorization", "webhook", "cacheUnauthorizedTTL"),
+     _duration, "SubjectAccessReview cache TTL for denied requests"),
+    ("--pod-manifest-path", ("staticPodPath",), str, "directory (or file) of static pod manifests"),
+    ("--manifest-url", ("staticPodURL",), str, "URL of a Pod or PodList to run"),
+    ("--file-check-frequency", ("fileCheckFrequency",), _duration, "re-scan period of --pod-manifest-path"),
+    ("--http-check-frequency", ("httpCheckFrequency",), _duration, "poll period of --manifest-url"),
+    ("--sync-frequency", ("syncFrequency",), _duration, "max period between pod syncs"),
+    ("--pod-logs-dir", ("podLogsDir",), str, "root directory of container logs"),
+    ("--cgroup-root", ("cgroupRoot",), str, "root cgroup for pods"),
+    ("--max-pods", ("maxPods",), int, "maximum number of pods on this node"),
+    ("--enable-debugging-handlers", ("enableDebuggingHandlers",), _bool,
+     "serve exec, attach, logs, run, portForward and configz"),
+    ("--container-runtime-endpoint", ("containerRuntimeEndpoint",), str, "CRI endpoint (remote runtime)"),
+    ("--v", ("logging", "verbosity"), int, "log verbosity"),
+]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(1, f"kubeletapi: error: {message}\n")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="kubeletapi", description="A standalone kubelet-compatible node agent.",
+                argument_default=argparse.SUPPRESS, allow_abbrev=False)
+    p.add_argument("--version", action="version", version=f"kubeletapi v{__version__}")
+    p.add_argument("--config", type=Path, help="KubeletConfiguration file (YAML or JSON); flags override it")
+    for flag, _, kind, text in CONFIG_FLAGS:
+        if kind is _bool:
+            p.add_argument(flag, type=_bool, nargs="?", const=True, help=text)
+        elif flag == "--v":
+            p.add_argument("-v", "--v", type=int, dest="v", help=text)
+        else:
+            p.add_argument(flag, type=kind, help=text)
+    p.add_argument("--manifest-url-header", type=_header, action="append",
+                   help="key:value header for --manifest-url (repeatable)")
+    p.add_argument("--hostname-override", help="node name instead of the hostname")
+    p.add_argument("--node-ip", help="node IP address(es), comma-separated")
+    p.add_argument("--root-dir", type=Path, help="state directory (default /var/lib/kubelet)")
+    p.add_argument("--cert-dir", type=Path, help="directory of generated certificates (default <root-dir>/pki)")
+    p.add_argument("--kubeconfig", type=Path, help="kubeconfig of the API server for the webhooks")
+    p.add_argument("--container-runtime", choices=["process", "remote"], help="process (default) or remote (CRI)")
+    p.add_argument("--housekeeping-interval", type=_duration, help="stats sampling period (default 10s)")
+    p.add_argument("--token-auth-file", type=Path, help='static tokens: token,user,uid,"group1,group2"')
+    p.add_argument("--authorization-rbac-file", type=Path,
+                   help="ClusterRoles and ClusterRoleBindings for --authorization-mode=RBAC")
+    return p
+
+
+def parse(argv: Sequence[str]) -> tuple[NodeOptions, list[FlagValue]]:
+    ns = vars(parser().parse_args(argv))
+    flags = []
+    for flag, path, _, _ in CONFIG_FLAGS:
+        dest = "v" if flag == "--v" else flag.lstrip("-").replace("-", "_")
+        if dest in ns:
+            flags.append(FlagValue(flag, path, ns[dest]))
+    if "manifest_url_header" in ns:
+        headers: dict[str, list[str]] = {}
+        for name, value in ns["manifest_url_header"]:
+            headers.setdefault(name, []).append(value)
+        flags.append(FlagValue("--manifest-url-header", ("staticPodURLHeader",), headers))
+    opts = NodeOptions(
+        config_file=ns.get("config"),
+        hostname_override=ns.get("hostname_override", ""),
+        node_ip=ns.get("node_ip", ""),
+        root_dir=ns.get("root_dir", Path("/var/lib/kubelet")),
+        cert_dir=ns.get("cert_dir"),
+        kubeconfig=ns.get("kubeconfig"),
+        container_runtime=ns.get("container_runtime", "process"),
+        housekeeping_interval=Duration.parse(ns.get("housekeeping_interval", "10s")),
+        token_auth_file=ns.get("token_auth_file"),
+        authorization_rbac_file=ns.get("authorization_rbac_file"),
+    )
+    return opts, flags
+
+
+class KlogFormatter(logging.Formatter):
+    """klog's header: Lmmdd hh:mm:ss.uuuuuu threadid file:line] msg"""
+
+    LEVELS = {"DEBUG": "I", "INFO": "I", "WARNING": "W", "ERROR": "E", "CRITICAL": "F"}
+
+    def format(self, record: logging.LogRecord) -> str:
+        stamp = time.strftime("%m%d %H:%M:%S", time.localtime(record.created))
+        micros = int((record.created % 1) * 1_000_000)
+        level = self.LEVELS.get(record.levelname, "I")
+        head = f"{level}{stamp}.{micros:06d} {os.getpid():7d} {record.filename}:{record.lineno}]"
+        text = f"{head} {record.getMessage()}"
+        if record.exc_info:
+            text += "\n" + self.formatException(record.exc_info)
+        return text
+
+
+def setup_logging(verbosity: int) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(KlogFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if verbosity >= 2 else logging.INFO)
+    logging.getLogger("uvicorn.error").setLevel(logging.INFO if verbosity >= 4 else logging.WARNING)
+
+
+async def serve(kubelet: Kubelet) -> None:
+    """Run until SIGTERM or SIGINT."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await kubelet.start()
+    try:
+        await stop.wait()
+        log.info("Shutting down")
+    finally:
+        await kubelet.stop()
+
+
+def _loop_factory() -> Any:
+    try:
+        import uvloop  # noqa: PLC0415 - optional speed-up
+
+        return uvloop.new_event_loop
+    except ImportError:  # pragma: no cover
+        return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    setup_logging(0)
+    try:
+        opts, flags = parse(sys.argv[1:] if argv is None else argv)
+        file_data = read_config_file(opts.config_file) if opts.config_file else None
+        cfg = build_config(
+            file_data, str(opts.config_file), flags,
+            has_kubeconfig=opts.kubeconfig is not None,
+            has_rbac_file=opts.authorization_rbac_file is not None,
+        )
+        validate(cfg, opts)
+        setup_logging(cfg.logging.verbosity)
+        kubelet = Kubelet(cfg, opts)
+        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+            runner.run(serve(kubelet))
+    except KubeletError as exc:
+        log.error("%s", exc)
+        return 1
+    return 0

@@ -1,0 +1,108 @@
+"""create_app: the FastAPI app of each listener, with the kubelet's handler groups.
+
+- "secure" (readwrite): the auth-not-required group plus, with enableDebuggingHandlers, the
+  debugging group (/configz ...), else the 405 placeholders; every request is authenticated
+  and authorized.
+- "readonly": the auth-not-required group and the 405 placeholders; no auth; no /configz.
+- "healthz": /healthz and /healthz/ping with the ping check only, uninstrumented.
+Middleware order, outermost first: proxy alias, instrumentation, auth (secure only).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import FastAPI
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from kubeletapi import __version__
+from kubeletapi.health import PingCheck
+from kubeletapi.metrics.kubelet import KubeletMetrics
+from kubeletapi.server import errors
+from kubeletapi.server.asgi import not_found
+from kubeletapi.server.auth import AuthMiddleware, RouteTable, Security
+from kubeletapi.server.host import Host
+from kubeletapi.server.instrumentation import (
+    AUTH_NOT_REQUIRED_BUCKETS,
+    DEBUGGING_BUCKETS,
+    DEBUGGING_DISABLED_BUCKETS,
+    InstrumentationMiddleware,
+)
+from kubeletapi.server.proxy_alias import ProxyAliasMiddleware
+from kubeletapi.server.routes import configz, debug_disabled, healthz, metrics, openapi
+
+Role = Literal["secure", "readonly"]
+TITLE = "kubeletapi"
+DESCRIPTION = (
+    "The kubelet HTTP API served by kubeletapi. Each operation's `x-kubelet-authz` names the "
+    "nodes/<subresource> list it is authorized against on the secure port."
+)
+
+
+def _base_app(host: Host) -> FastAPI:
+    app = FastAPI(
+        title=TITLE, version=__version__, description=DESCRIPTION,
+        openapi_url=None, docs_url=None, redoc_url=None, redirect_slashes=False,
+    )
+    app.state.host = host
+    errors.install(app)
+    return app
+
+
+def api(host: Host, role: Role, debugging_handlers: bool = True) -> FastAPI:
+    """The routes of a listener, without middleware (also the source of the OpenAPI document)."""
+    app = _base_app(host)
+    # Routes are added to the app itself (not through include_router) so app.routes is flat:
+    # the auth middleware and the route-walking test read each route's declaration.
+    healthz.install(app, host.health_checks())
+    metrics.install(app)
+    if role == "secure" and debugging_handlers:
+        configz.install(app)
+        openapi.install(app)
+    else:
+        debug_disabled.install(app)
+    return app
+
+
+def create_app(
+    host: Host,
+    role: Role,
+    metrics_: KubeletMetrics,
+    security: Security | None = None,
+    debugging_handlers: bool = True,
+) -> ASGIApp:
+    """The ASGI app of the secure or read-only listener, middleware included."""
+    app = api(host, role, debugging_handlers)
+    debugging = role == "secure" and debugging_handlers
+    buckets = AUTH_NOT_REQUIRED_BUCKETS + (DEBUGGING_BUCKETS if debugging else DEBUGGING_DISABLED_BUCKETS)
+    inner: ASGIApp
+    if role == "secure":
+        if security is None:
+            raise ValueError("the secure listener needs authentication and authorization")
+        inner = AuthMiddleware(app, security, app.routes)
+    else:
+        inner = _NotFoundFirst(app)
+    server_type = "readwrite" if role == "secure" else "readonly"
+    instrumented = InstrumentationMiddleware(inner, metrics_, server_type, buckets)
+    return ProxyAliasMiddleware(instrumented, host.node_name)
+
+
+def create_healthz_app(host: Host) -> ASGIApp:
+    """The healthz listener: only the ping check, as the kubelet's port 10248."""
+    app = _base_app(host)
+    healthz.install(app, [PingCheck()])
+    return _NotFoundFirst(app)
+
+
+class _NotFoundFirst:
+    """Unknown paths get Go's `404 page not found` (what the auth middleware does on 10250)."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self.app = app
+        self._table = RouteTable(app.routes)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket") and self._table.lookup(scope) is None:
+            await not_found(scope, receive, send)
+            return
+        await self.app(scope, receive, send)

@@ -1,0 +1,100 @@
+"""The three listeners (secure, read-only, healthz) as uvicorn servers on one asyncio loop.
+
+Sockets are bound here, before anything is served, so a port in use stops start-up with a
+StartupError naming the address and port. uvicorn's own signal handling and lifespan are not
+used: the command line owns signals and the composition root owns start-up and shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import ssl
+from dataclasses import dataclass
+
+import uvicorn
+from starlette.types import ASGIApp
+
+from kubeletapi.errors import StartupError
+from kubeletapi.server.tls import TLSHttpToolsProtocol, TLSWebSocketProtocol
+
+log = logging.getLogger(__name__)
+
+# Go's http.Server IdleTimeout for the kubelet's listeners.
+IDLE_TIMEOUT_S = 90
+SHUTDOWN_GRACE_S = 5
+
+
+@dataclass(frozen=True)
+class ListenerSpec:
+    name: str
+    address: str
+    port: int
+    app: ASGIApp
+    ssl_context: ssl.SSLContext | None = None
+
+
+def bind(address: str, port: int, name: str) -> socket.socket:
+    """A listening, non-blocking TCP socket; StartupError names the port when it is taken."""
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6 and address == "::":
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind((address, port))
+        sock.listen(1024)
+    except OSError as exc:
+        sock.close()
+        raise StartupError(
+            f"failed to listen on {address}:{port} for the {name} server: {exc.strerror or exc}"
+        ) from exc
+    sock.setblocking(False)
+    return sock
+
+
+class Listener:
+    """One bound socket served by one uvicorn server."""
+
+    def __init__(self, spec: ListenerSpec) -> None:
+        self.spec = spec
+        self.sock = bind(spec.address, spec.port, spec.name)
+        tls = spec.ssl_context is not None
+        config = uvicorn.Config(
+            spec.app,
+            http=TLSHttpToolsProtocol if tls else "httptools",
+            ws=TLSWebSocketProtocol if tls else "websockets-sansio",
+            lifespan="off",
+            log_config=None,
+            access_log=False,
+            server_header=False,
+            timeout_keep_alive=IDLE_TIMEOUT_S,
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+            ws_per_message_deflate=False,
+        )
+        config.load()
+        config.ssl = spec.ssl_context
+        self._server = uvicorn.Server(config)
+        self._ticker: asyncio.Task[None] | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self.sock.getsockname()[1])
+
+    async def start(self) -> None:
+        self._server.lifespan = self._server.config.lifespan_class(self._server.config)
+        await self._server.startup(sockets=[self.sock])
+        self._ticker = asyncio.create_task(self._server.main_loop(), name=f"uvicorn-{self.spec.name}")
+        scheme = "https" if self.spec.ssl_context is not None else "http"
+        log.info("Started %s server on %s://%s:%d", self.spec.name, scheme, self.spec.address, self.port)
+
+    async def stop(self) -> None:
+        self._server.should_exit = True
+        if self._ticker is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._ticker
+        if self._server.started:
+            await self._server.shutdown(sockets=[self.sock])
+        self.sock.close()

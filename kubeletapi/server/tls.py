@@ -1,0 +1,125 @@
+"""TLS for the secure listener: the server context and the ASGI TLS extension.
+
+uvicorn does not put the peer certificate in the ASGI scope. The protocol classes below compute
+the ASGI "tls" extension once per connection (from the transport's SSL object) and wrap the app
+for that connection so every request or WebSocket scope carries scope["extensions"]["tls"] with
+`client_cert_chain` (PEM, leaf first), `client_cert_name`, `tls_version` and `cipher_suite`.
+
+Client certificates are requested and, when presented, verified against the client CA during the
+handshake (ssl.CERT_OPTIONAL). Go's kubelet instead accepts any certificate in the handshake and
+answers 401 later; Python's ssl module cannot request a certificate without verifying it, so a
+certificate from another CA, or an expired one, fails the handshake here (OpenSSL also checks
+the clientAuth purpose). The x509 authenticator therefore trusts a chain that reached it and
+only re-checks the validity window.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from pathlib import Path
+from typing import Any
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+
+from kubeletapi.errors import StartupError
+
+# Go's crypto/tls default minimum is TLS 1.2; tlsMinVersion values map onto these.
+TLS_VERSIONS = {
+    "": ssl.TLSVersion.TLSv1_2,
+    "VersionTLS12": ssl.TLSVersion.TLSv1_2,
+    "VersionTLS13": ssl.TLSVersion.TLSv1_3,
+}
+_WIRE_VERSIONS = {"TLSv1.2": 0x0303, "TLSv1.3": 0x0304}
+# ssl's getpeercert() names -> RFC 4514 short names.
+_RDN_NAMES = {
+    "commonName": "CN",
+    "organizationName": "O",
+    "organizationalUnitName": "OU",
+    "countryName": "C",
+    "localityName": "L",
+    "stateOrProvinceName": "ST",
+}
+
+
+def server_context(cert_file: Path, key_file: Path, client_ca: Path | None, min_version: str = "") -> ssl.SSLContext:
+    """A TLS server context; StartupError names the file that cannot be used."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    if min_version not in TLS_VERSIONS:
+        raise StartupError(f"unsupported tlsMinVersion {min_version!r}; use VersionTLS12 or VersionTLS13")
+    ctx.minimum_version = TLS_VERSIONS[min_version]
+    for path in (cert_file, key_file):
+        try:
+            path.read_bytes()
+        except OSError as exc:
+            raise StartupError(f"cannot read TLS file {path}: {exc.strerror}") from exc
+    try:
+        ctx.load_cert_chain(cert_file, key_file)
+    except (ssl.SSLError, ValueError) as exc:
+        raise StartupError(f"cannot load TLS certificate {cert_file} with key {key_file}: {exc}") from exc
+    if client_ca is not None:
+        try:
+            ctx.load_verify_locations(cafile=str(client_ca))
+        except (OSError, ssl.SSLError) as exc:
+            raise StartupError(f"cannot read client CA file {client_ca}: {exc}") from exc
+        ctx.verify_mode = ssl.CERT_OPTIONAL
+    ctx.options |= ssl.OP_NO_COMPRESSION
+    return ctx
+
+
+def tls_extension(transport: asyncio.BaseTransport) -> dict[str, Any] | None:
+    """The ASGI TLS extension dict for a connection, or None on a plain connection."""
+    sslobj = transport.get_extra_info("ssl_object")
+    if sslobj is None:
+        return None
+    der = sslobj.getpeercert(binary_form=True)
+    chain = [ssl.DER_cert_to_PEM_cert(der)] if der else []
+    name = None
+    if der:
+        subject = sslobj.getpeercert().get("subject", ())
+        name = ",".join(f"{_RDN_NAMES.get(k, k)}={v}" for rdn in reversed(subject) for k, v in rdn)
+    cipher = sslobj.cipher()
+    return {
+        "server_cert": None,
+        "client_cert_chain": chain,
+        "client_cert_name": name,
+        "client_cert_error": None,
+        "tls_version": _WIRE_VERSIONS.get(sslobj.version() or ""),
+        "cipher_suite": None if cipher is None else cipher[0],
+    }
+
+
+class _WithTLS:
+    """Wraps the app of one connection to add the TLS extension to every scope."""
+
+    __slots__ = ("app", "ext")
+
+    def __init__(self, app: ASGIApp, ext: dict[str, Any]) -> None:
+        self.app = app
+        self.ext = ext
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scope["extensions"] = {**(scope.get("extensions") or {}), "tls": self.ext}
+        await self.app(scope, receive, send)
+
+
+class TLSHttpToolsProtocol(HttpToolsProtocol):
+    """httptools HTTP/1.1 protocol that adds the ASGI TLS extension."""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        ext = tls_extension(transport)
+        if ext is not None:
+            self.app = _WithTLS(self.config.loaded_app, ext)
+
+
+class TLSWebSocketProtocol(WebSocketsSansIOProtocol):
+    """WebSocket protocol (after an upgrade on a TLS connection) that adds the TLS extension."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        ext = tls_extension(transport)
+        if ext is not None:
+            self.app = _WithTLS(self.config.loaded_app, ext)

@@ -1,0 +1,31 @@
+"""Shared fixtures: agents are closed (and their ports freed) when a test ends."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import Agent, agent_args
+
+
+@pytest.fixture
+def start_agent(tmp_path: Path) -> Iterator[Callable[..., Agent]]:
+    """Start in-process agents with `agent_args(tmp_path, *extra)`; all are stopped afterwards."""
+    agents: list[Agent] = []
+
+    def start(*extra: str, clock: object = None, read_only: bool = True) -> Agent:
+        agent = Agent(agent_args(tmp_path, *extra, read_only=read_only), clock)  # type: ignore[arg-type]
+        agents.append(agent)
+        return agent
+
+    yield start
+    for agent in agents:
+        agent.close()
+
+
+@pytest.fixture
+def agent(start_agent: Callable[..., Agent]) -> Agent:
+    """A default agent: AlwaysAllow, generated PKI, read-only port on."""
+    return start_agent()

@@ -1,0 +1,249 @@
+"""Test harness: real agents on loopback, TLS clients, and certificate helpers."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from kubeletapi.cli import parse
+from kubeletapi.clock import Clock
+from kubeletapi.config import build_config, read_config_file, validate
+from kubeletapi.kubelet import Kubelet
+
+LOOPBACK = "127.0.0.1"
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free loopback ports (all probes held open at once, so none repeats)."""
+    socks = [socket.socket() for _ in range(count)]
+    try:
+        for sock in socks:
+            sock.bind((LOOPBACK, 0))
+        return [int(s.getsockname()[1]) for s in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def free_port() -> int:
+    return free_ports(1)[0]
+
+
+def agent_args(tmp: Path, *extra: str, read_only: bool = True, healthz: bool = True) -> list[str]:
+    """Flags for an agent on random loopback ports with its state under `tmp`."""
+    secure, health, read = free_ports(3)
+    args = [
+        "--address", LOOPBACK, "--port", str(secure),
+        "--healthz-bind-address", LOOPBACK, "--healthz-port", str(health if healthz else 0),
+        "--read-only-port", str(read if read_only else 0),
+        "--root-dir", str(tmp / "root"), "--cert-dir", str(tmp / "certs"),
+        "--pod-logs-dir", str(tmp / "logs"), "--hostname-override", "testnode", "--node-ip", LOOPBACK,
+    ]
+    return [*args, *extra]
+
+
+class LoopThread:
+    """An asyncio loop on a daemon thread, for agents driven from synchronous tests."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._thread.start()
+
+    def run(self, coro: object, timeout: float = 30) -> object:
+        fut: Future[object] = asyncio.run_coroutine_threadsafe(coro, self.loop)  # type: ignore[arg-type]
+        return fut.result(timeout)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(5)
+        self.loop.close()
+
+
+class Agent:
+    """A Kubelet built from command-line flags (the real parsing path), run in-process."""
+
+    def __init__(self, args: Sequence[str], clock: Clock | None = None) -> None:
+        opts, flags = parse(list(args))
+        file_data = read_config_file(opts.config_file) if opts.config_file else None
+        cfg = build_config(
+            file_data, str(opts.config_file), flags,
+            has_kubeconfig=opts.kubeconfig is not None,
+            has_rbac_file=opts.authorization_rbac_file is not None,
+        )
+        validate(cfg, opts)
+        self.kubelet = Kubelet(cfg, opts, clock)
+        self._loop = LoopThread()
+        try:
+            self._loop.run(self.kubelet.start())
+        except BaseException:
+            self._loop.close()
+            raise
+
+    @property
+    def certs(self) -> Path:
+        return self.kubelet.opts.effective_cert_dir
+
+    def url(self, listener: str = "secure", path: str = "/") -> str:
+        scheme = "https" if listener == "secure" else "http"
+        return f"{scheme}://{LOOPBACK}:{self.kubelet.port(listener)}{path}"
+
+    def token(self) -> str:
+        return (self.certs / "tokens.csv").read_text().split(",", 1)[0]
+
+    def client(self, cert: tuple[Path, Path] | None = None, token: str | None = None) -> httpx.Client:
+        """An HTTPS client trusting the node CA, with an optional client cert or token."""
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(
+            verify=tls_client_context(self.certs / "ca.crt", cert), headers=headers, timeout=10
+        )
+
+    def admin(self) -> httpx.Client:
+        return self.client(cert=(self.certs / "admin.crt", self.certs / "admin.key"))
+
+    def close(self) -> None:
+        try:
+            self._loop.run(self.kubelet.stop())
+        finally:
+            self._loop.close()
+
+
+def sample(name: str, value: float, **labels: str) -> str:
+    """A Prometheus text sample line as prometheus_client writes it (labels sorted by name)."""
+    inner = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    return f"{name}{{{inner}}} {value!r}" if labels else f"{name} {value!r}"
+
+
+def http_sample(value: float, path: str, server_type: str = "readwrite", method: str = "GET",
+                metric: str = "kubelet_http_requests_total") -> str:
+    long_running = "true" if path in ("exec", "attach", "debug") else "false"
+    return sample(metric, value, long_running=long_running, method=method, path=path, server_type=server_type)
+
+
+def tls_client_context(ca: Path, cert: tuple[Path, Path] | None = None) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=str(ca))
+    if cert is not None:
+        ctx.load_cert_chain(cert[0], cert[1])
+    return ctx
+
+
+@dataclass
+class KeyPair:
+    cert: Path
+    key: Path
+
+
+def make_ca(dir_: Path, name: str) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey, Path]:
+    """A throwaway CA (not the node's)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+        .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(days=1))
+        .not_valid_after(now + dt.timedelta(days=30))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.KeyUsage(True, False, False, False, False, True, True, False, False), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    path = dir_ / f"{name}.crt"
+    path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return cert, key, path
+
+
+def client_cert(
+    dir_: Path,
+    ca_cert: x509.Certificate,
+    ca_key: ec.EllipticCurvePrivateKey,
+    cn: str,
+    orgs: Sequence[str] = (),
+    not_before: dt.datetime | None = None,
+    not_after: dt.datetime | None = None,
+) -> KeyPair:
+    """A client certificate signed by `ca`, written to `dir_`."""
+    now = dt.datetime.now(dt.UTC)
+    key = ec.generate_private_key(ec.SECP256R1())
+    attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in orgs]
+    attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, cn))
+    cert = (
+        x509.CertificateBuilder().subject_name(x509.Name(attrs)).issuer_name(ca_cert.subject)
+        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(not_before or now - dt.timedelta(hours=1))
+        .not_valid_after(not_after or now + dt.timedelta(days=1))
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    pair = KeyPair(dir_ / f"{cn}.crt", dir_ / f"{cn}.key")
+    pair.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    pair.key.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return pair
+
+
+def load_ca(certs: Path) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    cert = x509.load_pem_x509_certificate((certs / "ca.crt").read_bytes())
+    key = serialization.load_pem_private_key((certs / "ca.key").read_bytes(), None)
+    assert isinstance(key, ec.EllipticCurvePrivateKey)
+    return cert, key
+
+
+class AgentProcess:
+    """`python -m kubeletapi` as a real process; killed by PID on close."""
+
+    def __init__(self, args: Sequence[str], cwd: Path | None = None) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kubeletapi", *args],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+
+    def wait_healthy(self, healthz_url: str, timeout: float = 20) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"agent exited with {self.proc.returncode}: {self.output()}")
+            try:
+                if httpx.get(healthz_url, timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        raise AssertionError("agent did not become healthy")
+
+    def wait_exit(self, timeout: float = 30) -> tuple[int, str]:
+        out, _ = self.proc.communicate(timeout=timeout)
+        return self.proc.returncode, out
+
+    def output(self) -> str:
+        if self.proc.poll() is None:
+            return ""
+        return self.proc.stdout.read() if self.proc.stdout else ""
+
+    def stop(self) -> tuple[int, str]:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.wait_exit(30)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()

@@ -1,0 +1,129 @@
+"""Every route declares its subresources, matching the kubelet's mapping, and is enforced live."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from starlette.routing import BaseRoute, Route
+
+from kubeletapi.config import KubeletConfiguration, NodeOptions
+from kubeletapi.kubelet import Kubelet
+from kubeletapi.server.app import api
+from kubeletapi.server.authz import subresources_for_path
+from kubeletapi.server.routing import route_subresources
+from tests.helpers import Agent, http_sample
+
+
+def sample_path(route: Route) -> str:
+    """A concrete path for a route template (parameters filled with `x`)."""
+    return re.sub(r"\{[^}]+\}", "x", route.path)
+
+
+def all_routes() -> list[tuple[str, BaseRoute]]:
+    host = Kubelet(KubeletConfiguration(), NodeOptions(hostname_override="n", node_ip="127.0.0.1"))
+    routes = []
+    for role, debugging in (("secure", True), ("secure", False), ("readonly", False)):
+        app = api(host, role, debugging)  # type: ignore[arg-type]
+        routes += [(f"{role}/{debugging}", r) for r in app.routes]
+    return routes
+
+
+@pytest.mark.parametrize(("app", "route"), all_routes(), ids=lambda v: getattr(v, "path", v))
+def test_route_declares_kubelet_subresources(app: str, route: BaseRoute) -> None:
+    declared = route_subresources(route)
+    assert declared is not None, f"{app}: {route} declares no authorization subresource"
+    assert isinstance(route, Route)
+    assert declared == subresources_for_path(sample_path(route))
+
+
+RBAC_TEMPLATE = """apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {{name: only}}
+rules: [{{apiGroups: [""], resources: [nodes/{sub}], verbs: ["*"]}}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {{name: only}}
+roleRef: {{kind: ClusterRole, name: only}}
+subjects: [{{kind: User, name: scoped}}]
+"""
+
+
+def secure_routes() -> list[Route]:
+    host = Kubelet(KubeletConfiguration(), NodeOptions(hostname_override="n", node_ip="127.0.0.1"))
+    return [r for r in api(host, "secure", True).routes if isinstance(r, Route)]
+
+
+@pytest.mark.parametrize("route", secure_routes(), ids=lambda r: r.path)
+def test_route_is_enforced_live(start_agent: Callable[..., Agent], tmp_path: Path, route: Route) -> None:
+    """A user allowed only the route's first subresource gets through; one allowed everything
+    else except the route's subresources gets the kubelet's 403 naming all of them."""
+    declared = route_subresources(route)
+    assert declared
+    tokens = tmp_path / "tokens.csv"
+    tokens.write_text("scoped-token,scoped,1\n")
+    rbac = tmp_path / "rbac.yaml"
+    rbac.write_text(RBAC_TEMPLATE.format(sub=declared[0]))
+    agent = start_agent("--token-auth-file", str(tokens), "--authorization-rbac-file", str(rbac))
+    method = sorted(route.methods or {"GET"})[0]
+    method = "GET" if "GET" in (route.methods or ()) else method
+    path = sample_path(route)
+    with agent.client(token="scoped-token") as client:
+        allowed = client.request(method, agent.url(path=path))
+    assert allowed.status_code not in (401, 403), allowed.text
+    other = "stats" if declared[0] != "stats" else "log"
+    rbac.write_text(RBAC_TEMPLATE.format(sub=other))
+    agent2 = start_agent("--token-auth-file", str(tokens), "--authorization-rbac-file", str(rbac))
+    with agent2.client(token="scoped-token") as client:
+        denied = client.request(method, agent2.url(path=path))
+    verb = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method, "")
+    assert denied.status_code == 403
+    assert denied.text == (
+        f"Forbidden (user=scoped, verb={verb}, resource=nodes, subresource(s)=[{' '.join(declared)}])\n"
+    )
+
+
+def test_unknown_paths_404_before_authentication(agent: Agent) -> None:
+    with agent.client() as client:  # no credentials at all
+        for path in ("/", "/nope", "/healthz/", "/healthz/nope", "/metrics/nope"):
+            response = client.get(agent.url(path=path))
+            assert (response.status_code, response.text) == (404, "404 page not found\n"), path
+            assert response.headers["x-content-type-options"] == "nosniff"
+
+
+def test_wrong_method_is_authenticated_then_405(agent: Agent) -> None:
+    with agent.client() as client:
+        assert client.post(agent.url(path="/metrics")).status_code == 401
+    with agent.admin() as client:
+        response = client.post(agent.url(path="/metrics"))
+    assert (response.status_code, response.text) == (405, "405: Method Not Allowed")
+    assert response.headers["allow"] == "GET"
+
+
+def test_head_has_an_empty_verb(start_agent: Callable[..., Agent], tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.csv"
+    tokens.write_text("t,scoped,1\n")
+    rbac = tmp_path / "rbac.yaml"
+    rbac.write_text(RBAC_TEMPLATE.format(sub="healthz").replace('verbs: ["*"]', "verbs: [get]"))
+    agent = start_agent("--token-auth-file", str(tokens), "--authorization-rbac-file", str(rbac))
+    with agent.client(token="t") as client:
+        assert client.get(agent.url(path="/healthz")).status_code == 200
+        head = client.head(agent.url(path="/healthz"))
+    assert head.status_code == 403  # HEAD maps to verb "" (the kubelet's code), not get
+
+
+def test_api_server_proxy_alias(agent: Agent) -> None:
+    with agent.admin() as client:
+        ok = client.get(agent.url(path="/api/v1/nodes/testnode/proxy/healthz?verbose"))
+        with_port = client.get(agent.url(path="/api/v1/nodes/https:testnode:10250/proxy/healthz/ping"))
+        unknown = client.get(agent.url(path="/api/v1/nodes/other/proxy/healthz"))
+        metrics = client.get(agent.url(path="/metrics")).text
+    assert ok.status_code == 200 and ok.text.endswith("healthz check passed\n")
+    assert (with_port.status_code, with_port.text) == (200, "ok")
+    assert unknown.status_code == 404
+    assert unknown.json()["message"] == 'nodes "other" not found'
+    # counted under the target path's bucket
+    assert http_sample(2.0, "healthz") in metrics

@@ -1,0 +1,84 @@
+"""The read-only and healthz listeners' exact surface, and debugging handlers switched off."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import httpx
+import pytest
+from starlette.routing import Route
+
+from kubeletapi.config import KubeletConfiguration, NodeOptions
+from kubeletapi.kubelet import Kubelet
+from kubeletapi.server.app import api
+from tests.helpers import Agent
+
+DISABLED = ["/run/ns/p/c", "/exec/ns/p/c", "/attach/ns/p/c", "/portForward/ns/p", "/containerLogs/ns/p/c",
+            "/runningpods/", "/debug/pprof/", "/logs/"]
+
+# The whole read-only surface: grow this list only together with the kubelet's auth-not-required group.
+READ_ONLY_ROUTES = {
+    "/healthz", "/healthz/ping", "/healthz/log", "/healthz/syncloop", "/metrics",
+    "/run/{rest:path}", "/exec/{rest:path}", "/attach/{rest:path}", "/portForward/{rest:path}",
+    "/containerLogs/{rest:path}", "/runningpods/{rest:path}", "/debug/pprof/{rest:path}", "/logs/{rest:path}",
+}
+
+
+def test_read_only_route_set_is_pinned() -> None:
+    host = Kubelet(KubeletConfiguration(), NodeOptions(hostname_override="n", node_ip="127.0.0.1"))
+    paths = {r.path for r in api(host, "readonly").routes if isinstance(r, Route)}
+    assert paths == READ_ONLY_ROUTES
+
+
+def test_read_only_port_live(agent: Agent) -> None:
+    with httpx.Client() as client:
+        assert client.get(agent.url("read-only", "/healthz")).text == "ok"
+        assert client.get(agent.url("read-only", "/healthz/syncloop")).text == "ok"
+        metrics = client.get(agent.url("read-only", "/metrics"))
+        assert metrics.status_code == 200
+        assert 'server_type="readonly"' in metrics.text
+        for path in ("/configz", "/openapi.json", "/nope"):
+            response = client.get(agent.url("read-only", path))
+            assert (response.status_code, response.text) == (404, "404 page not found\n"), path
+        for path in DISABLED:
+            for method in ("GET", "POST"):
+                response = client.request(method, agent.url("read-only", path))
+                assert (response.status_code, response.text) == (405, "Debug endpoints are disabled.\n"), path
+
+
+def test_read_only_port_ignores_credentials(agent: Agent) -> None:
+    # No authentication at all: a bad token is not even looked at.
+    response = httpx.get(agent.url("read-only", "/healthz"), headers={"Authorization": "Bearer wrong"})
+    assert response.text == "ok"
+
+
+def test_read_only_port_off_by_default(start_agent: Callable[..., Agent]) -> None:
+    agent = start_agent(read_only=False)
+    assert "read-only" not in agent.kubelet.listeners
+
+
+def test_healthz_port_only_ping(agent: Agent) -> None:
+    with httpx.Client() as client:
+        verbose = client.get(agent.url("healthz", "/healthz?verbose"))
+        assert verbose.text == "[+]ping ok\nhealthz check passed\n"
+        assert client.get(agent.url("healthz", "/healthz/ping")).text == "ok"
+        for path in ("/healthz/log", "/healthz/syncloop", "/metrics", "/configz"):
+            assert client.get(agent.url("healthz", path)).status_code == 404, path
+
+
+def test_debugging_handlers_disabled_on_secure_port(start_agent: Callable[..., Agent]) -> None:
+    agent = start_agent("--enable-debugging-handlers=false")
+    with agent.admin() as client:
+        assert client.get(agent.url(path="/configz")).status_code == 404
+        response = client.get(agent.url(path="/exec/ns/p/c"))
+        assert (response.status_code, response.text) == (405, "Debug endpoints are disabled.\n")
+        assert client.get(agent.url(path="/metrics")).status_code == 200
+    with agent.client() as client:
+        assert client.get(agent.url(path="/exec/ns/p/c")).status_code == 401  # still authenticated first
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD", "POST", "PUT", "DELETE"])
+def test_healthz_answers_every_method(agent: Agent, method: str) -> None:
+    with agent.admin() as client:
+        response = client.request(method, agent.url(path="/healthz"))
+    assert response.status_code == 200
