@@ -19,7 +19,15 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from kubeletapi import __version__
-from kubeletapi.config import Duration, FlagValue, NodeOptions, build_config, read_config_file, validate
+from kubeletapi.config import (
+    Duration,
+    FlagValue,
+    KubeletConfiguration,
+    NodeOptions,
+    build_config,
+    read_config_file,
+    validate,
+)
 from kubeletapi.errors import KubeletError
 from kubeletapi.kubelet import Kubelet
 
@@ -194,17 +202,23 @@ def _loop_factory() -> Any:
         return None
 
 
+def configuration(argv: Sequence[str]) -> tuple[KubeletConfiguration, NodeOptions]:
+    """Flags, then the --config file under them, defaulted and validated (ConfigError if not)."""
+    opts, flags = parse(argv)
+    file_data = read_config_file(opts.config_file) if opts.config_file else None
+    cfg = build_config(
+        file_data, str(opts.config_file), flags,
+        has_kubeconfig=opts.kubeconfig is not None,
+        has_rbac_file=opts.authorization_rbac_file is not None,
+    )
+    validate(cfg, opts)
+    return cfg, opts
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     setup_logging(0)
     try:
-        opts, flags = parse(sys.argv[1:] if argv is None else argv)
-        file_data = read_config_file(opts.config_file) if opts.config_file else None
-        cfg = build_config(
-            file_data, str(opts.config_file), flags,
-            has_kubeconfig=opts.kubeconfig is not None,
-            has_rbac_file=opts.authorization_rbac_file is not None,
-        )
-        validate(cfg, opts)
+        cfg, opts = configuration(sys.argv[1:] if argv is None else argv)
         setup_logging(cfg.logging.verbosity)
         kubelet = Kubelet(cfg, opts)
         with asyncio.Runner(loop_factory=_loop_factory()) as runner:

@@ -23,9 +23,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from kubeletapi.cli import parse
+from kubeletapi.cli import configuration
 from kubeletapi.clock import Clock
-from kubeletapi.config import build_config, read_config_file, validate
 from kubeletapi.kubelet import Kubelet
 
 LOOPBACK = "127.0.0.1"
@@ -82,14 +81,7 @@ class Agent:
     """A Kubelet built from command-line flags (the real parsing path), run in-process."""
 
     def __init__(self, args: Sequence[str], clock: Clock | None = None) -> None:
-        opts, flags = parse(list(args))
-        file_data = read_config_file(opts.config_file) if opts.config_file else None
-        cfg = build_config(
-            file_data, str(opts.config_file), flags,
-            has_kubeconfig=opts.kubeconfig is not None,
-            has_rbac_file=opts.authorization_rbac_file is not None,
-        )
-        validate(cfg, opts)
+        cfg, opts = configuration(list(args))
         self.kubelet = Kubelet(cfg, opts, clock)
         self._loop = LoopThread()
         try:

@@ -43,11 +43,16 @@ def test_client_certificate_user_and_groups_reach_authorization(
     assert denied.text == "Forbidden (user=carol, verb=get, resource=nodes, subresource(s)=[configz proxy])\n"
 
 
-def assert_refused(agent: Agent, cert: tuple[Path, Path]) -> None:
-    """A request with `cert` fails in TLS, over TLS 1.2 and 1.3, while the same client setup with
-    the node's admin certificate succeeds (so the certificate is what is refused)."""
+def assert_refused(
+    agent: Agent,
+    refused: tuple[Path, Path],
+    accepted: tuple[Path, Path] | None = None,
+) -> None:
+    """A request with `refused` fails in TLS, over TLS 1.2 and 1.3, while the same client setup
+    with `accepted` (default: the node's admin certificate) succeeds: the certificate is what fails."""
+    good = accepted or (agent.certs / "admin.crt", agent.certs / "admin.key")
     for version in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
-        for pair, ok in ((cert, False), ((agent.certs / "admin.crt", agent.certs / "admin.key"), True)):
+        for pair, ok in ((refused, False), (good, True)):
             ctx = tls_client_context(agent.certs / "ca.crt", pair)
             ctx.maximum_version = version
             with httpx.Client(verify=ctx) as client:
@@ -161,3 +166,33 @@ def test_serving_certificate_has_ip_sans(agent: Agent) -> None:
 
 
 __all__ = ["websockets"]
+
+
+def test_client_ca_file_replaces_the_generated_ca(start_agent: Callable[..., Agent], tmp_path: Path) -> None:
+    ca, key, ca_file = make_ca(tmp_path, "corp-ca")
+    agent = start_agent("--client-ca-file", str(ca_file))
+    pair = client_cert(tmp_path, ca, key, "corp-user", ["system:masters"])
+    # the node CA's admin certificate no longer chains to the client CA; the corporate one does
+    assert_refused(agent, (agent.certs / "admin.crt", agent.certs / "admin.key"), (pair.cert, pair.key))
+
+
+def test_rbac_allows_metrics_but_not_proxy(start_agent: Callable[..., Agent], tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.csv"
+    tokens.write_text("prom-token,prometheus,uid-1\n")
+    rbac = tmp_path / "rbac.yaml"
+    rbac.write_text(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: scraper}\n"
+        "rules: [{apiGroups: [''], resources: [nodes/metrics, nodes/stats], verbs: [get]}]\n---\n"
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: prometheus}\n"
+        "roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: scraper}\n"
+        "subjects: [{kind: User, name: prometheus}]\n"
+    )
+    agent = start_agent("--token-auth-file", str(tokens), "--authorization-rbac-file", str(rbac))
+    with agent.client(token="prom-token") as client:
+        assert client.get(agent.url(path="/metrics")).status_code == 200
+        proxy = client.get(agent.url(path="/openapi.json"))
+        healthz = client.get(agent.url(path="/healthz"))
+    assert (proxy.status_code, proxy.text) == (
+        403, "Forbidden (user=prometheus, verb=get, resource=nodes, subresource(s)=[proxy])\n"
+    )
+    assert healthz.text == "Forbidden (user=prometheus, verb=get, resource=nodes, subresource(s)=[healthz proxy])\n"

@@ -1,0 +1,110 @@
+"""Every flag of the issue parses, with the kubelet's name, into the right config field or option."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubeletapi.cli import parse
+from kubeletapi.config import build_config, validate
+from kubeletapi.errors import ConfigError
+
+
+def effective(*args: str) -> tuple[dict[str, Any], Any]:
+    opts, flags = parse(list(args))
+    cfg = build_config(None, None, flags, has_kubeconfig=opts.kubeconfig is not None,
+                       has_rbac_file=opts.authorization_rbac_file is not None)
+    return cfg.to_wire(), opts
+
+
+@pytest.mark.parametrize(
+    ("args", "field", "value"),
+    [
+        (["--address", "127.0.0.1"], ("address",), "127.0.0.1"),
+        (["--port", "11250"], ("port",), 11250),
+        (["--read-only-port=10255"], ("readOnlyPort",), 10255),
+        (["--healthz-port", "0"], ("healthzPort",), 0),
+        (["--healthz-bind-address", "127.0.0.2"], ("healthzBindAddress",), "127.0.0.2"),
+        (["--tls-cert-file", "/a.crt", "--tls-private-key-file", "/a.key"], ("tlsCertFile",), "/a.crt"),
+        (["--tls-cert-file", "/a.crt", "--tls-private-key-file", "/a.key"], ("tlsPrivateKeyFile",), "/a.key"),
+        (["--client-ca-file", "/ca.crt"], ("authentication", "x509", "clientCAFile"), "/ca.crt"),
+        (["--anonymous-auth"], ("authentication", "anonymous", "enabled"), True),
+        (["--anonymous-auth=false"], ("authentication", "anonymous", "enabled"), False),
+        (["--authentication-token-webhook", "--kubeconfig", "/k"], ("authentication", "webhook", "enabled"), True),
+        (["--authorization-mode", "RBAC"], ("authorization", "mode"), "RBAC"),
+        (["--authorization-mode=Webhook", "--kubeconfig", "/k"], ("authorization", "mode"), "Webhook"),
+        (["--pod-manifest-path", "/etc/kubernetes/manifests"], ("staticPodPath",), "/etc/kubernetes/manifests"),
+        (["--manifest-url", "http://127.0.0.1/p"], ("staticPodURL",), "http://127.0.0.1/p"),
+        (["--manifest-url-header", "A:1", "--manifest-url-header", "A:2"], ("staticPodURLHeader",), {"A": ["1", "2"]}),
+        (["--file-check-frequency", "5s"], ("fileCheckFrequency",), "5s"),
+        (["--http-check-frequency", "1m"], ("httpCheckFrequency",), "1m0s"),
+        (["--sync-frequency", "30s"], ("syncFrequency",), "30s"),
+        (["--pod-logs-dir", "/logs"], ("podLogsDir",), "/logs"),
+        (["--cgroup-root", "/kubeletapi"], ("cgroupRoot",), "/kubeletapi"),
+        (["--max-pods", "20"], ("maxPods",), 20),
+        (["--enable-debugging-handlers=false"], ("enableDebuggingHandlers",), False),
+        (["--container-runtime-endpoint", "unix:///c.sock"], ("containerRuntimeEndpoint",), "unix:///c.sock"),
+        (["-v", "4"], ("logging", "verbosity"), 4),
+        (["--v=2"], ("logging", "verbosity"), 2),
+    ],
+)
+def test_config_flags(args: list[str], field: tuple[str, ...], value: Any) -> None:
+    wire, _ = effective(*args)
+    for key in field:
+        wire = wire[key]
+    assert wire == value
+
+
+def test_node_option_flags(tmp_path: Path) -> None:
+    _, opts = effective(
+        "--hostname-override", "Node-A", "--node-ip", "10.0.0.1,fd00::1", "--root-dir", "/r", "--cert-dir", "/c",
+        "--kubeconfig", "/k", "--container-runtime", "remote", "--housekeeping-interval", "2s",
+        "--token-auth-file", "/t.csv", "--authorization-rbac-file", "/rbac.yaml", "--config", "/cfg.yaml",
+    )
+    assert opts.hostname_override == "Node-A"
+    assert opts.node_ip == "10.0.0.1,fd00::1"
+    assert (opts.root_dir, opts.cert_dir, opts.kubeconfig) == (Path("/r"), Path("/c"), Path("/k"))
+    assert opts.container_runtime == "remote"
+    assert str(opts.housekeeping_interval) == "2s"
+    assert (opts.token_auth_file, opts.authorization_rbac_file) == (Path("/t.csv"), Path("/rbac.yaml"))
+    assert opts.config_file == Path("/cfg.yaml")
+
+
+def test_defaults_without_flags() -> None:
+    wire, opts = effective()
+    assert opts.container_runtime == "process"
+    assert opts.effective_cert_dir == Path("/var/lib/kubelet/pki")
+    assert str(opts.housekeeping_interval) == "10s"
+    assert "readOnlyPort" not in wire
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--port", "x"], "--port"),
+        (["--anonymous-auth=maybe"], "--anonymous-auth"),
+        (["--sync-frequency", "1y"], "--sync-frequency"),
+        (["--container-runtime", "docker"], "--container-runtime"),
+        (["--no-such-flag"], "unrecognized arguments"),
+        (["extra"], "unrecognized arguments"),
+    ],
+)
+def test_bad_flags_exit_1(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        parse(args)
+    assert exit_.value.code == 1
+    assert message in capsys.readouterr().err
+
+
+def test_housekeeping_interval_bounds() -> None:
+    with pytest.raises(ConfigError, match="between 1s and 15m"):
+        parse(["--housekeeping-interval", "100ms"])
+
+
+def test_webhook_flag_without_kubeconfig_is_refused() -> None:
+    opts, flags = parse(["--authentication-token-webhook"])
+    cfg = build_config(None, None, flags, has_kubeconfig=False, has_rbac_file=False)
+    with pytest.raises(ConfigError, match="no client provided, cannot use webhook authentication"):
+        validate(cfg, opts)
