@@ -11,10 +11,11 @@ DEB_PACKAGES := wrk curl
 
 all: test
 
-$(BIN)/.installed: pyproject.toml
+$(BIN)/.installed: pyproject.toml kubeletapi/runtime/process/shim/shim.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/python -m kubeletapi.runtime.process.shimbuild >/dev/null
 	touch $@
 
 venv: $(BIN)/.installed

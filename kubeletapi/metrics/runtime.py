@@ -1,0 +1,80 @@
+"""One instrumented decorator around any runtime: kubelet_runtime_operations_* per CRI method.
+
+operation_type values are the kubelet's snake_case CRI names (list_containers, run_podsandbox,
+exec_sync...), so the kubernetes-mixin dashboards see the values they expect.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Sequence
+from typing import TypeVar
+
+from kubeletapi.metrics.pods import PodMetrics
+from kubeletapi.runtime.interface import Runtime
+from kubeletapi.runtime.types import (
+    ContainerConfig,
+    ContainerStatus,
+    ExecResult,
+    RuntimeVersion,
+    Sandbox,
+    SandboxConfig,
+)
+
+T = TypeVar("T")
+
+
+class InstrumentedRuntime:
+    """Wraps a runtime; every CRI call is counted and timed, and its errors counted."""
+
+    def __init__(self, inner: Runtime, metrics: PodMetrics) -> None:
+        self.inner = inner
+        self._metrics = metrics
+
+    async def _call(self, operation: str, call: Awaitable[T]) -> T:
+        m = self._metrics
+        m.runtime_ops.labels(operation_type=operation).inc()
+        start = time.perf_counter()
+        try:
+            return await call
+        except Exception:
+            m.runtime_errors.labels(operation_type=operation).inc()
+            raise
+        finally:
+            m.runtime_duration.labels(operation_type=operation).observe(time.perf_counter() - start)
+
+    async def version(self) -> RuntimeVersion:
+        return await self._call("version", self.inner.version())
+
+    async def run_pod_sandbox(self, config: SandboxConfig) -> str:
+        return await self._call("run_podsandbox", self.inner.run_pod_sandbox(config))
+
+    async def stop_pod_sandbox(self, sandbox_id: str) -> None:
+        await self._call("stop_podsandbox", self.inner.stop_pod_sandbox(sandbox_id))
+
+    async def remove_pod_sandbox(self, sandbox_id: str) -> None:
+        await self._call("remove_podsandbox", self.inner.remove_pod_sandbox(sandbox_id))
+
+    async def list_pod_sandboxes(self) -> Sequence[Sandbox]:
+        return await self._call("list_podsandbox", self.inner.list_pod_sandboxes())
+
+    async def create_container(self, sandbox_id: str, config: ContainerConfig) -> str:
+        return await self._call("create_container", self.inner.create_container(sandbox_id, config))
+
+    async def start_container(self, container_id: str) -> None:
+        await self._call("start_container", self.inner.start_container(container_id))
+
+    async def stop_container(self, container_id: str, timeout_s: float) -> None:
+        await self._call("stop_container", self.inner.stop_container(container_id, timeout_s))
+
+    async def remove_container(self, container_id: str) -> None:
+        await self._call("remove_container", self.inner.remove_container(container_id))
+
+    async def list_containers(self) -> Sequence[ContainerStatus]:
+        return await self._call("list_containers", self.inner.list_containers())
+
+    async def container_status(self, container_id: str) -> ContainerStatus:
+        return await self._call("container_status", self.inner.container_status(container_id))
+
+    async def exec_sync(self, container_id: str, cmd: Sequence[str], timeout_s: float) -> ExecResult:
+        return await self._call("exec_sync", self.inner.exec_sync(container_id, cmd, timeout_s))

@@ -1,0 +1,1 @@
+"""Container runtimes: interface, shared types, CRI log files, the process and CRI runtimes."""

@@ -1,0 +1,55 @@
+"""The Runtime protocol: CRI-shaped, implemented by the process runtime and the CRI client.
+
+The pods layer talks to a runtime only through this protocol (and declares narrower protocols
+beside itself where it needs less). Errors are kubeletapi.errors: NotFound for an unknown id,
+InvalidInput for a container config the runtime cannot run (reported as
+CreateContainerConfigError), Unavailable for a runtime that cannot answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from kubeletapi.runtime.types import (
+    ContainerConfig,
+    ContainerStatus,
+    ExecResult,
+    RuntimeVersion,
+    Sandbox,
+    SandboxConfig,
+)
+
+
+class Runtime(Protocol):
+    """Sandbox and container lifecycle, as the kubelet drives a CRI runtime."""
+
+    async def version(self) -> RuntimeVersion: ...
+
+    async def run_pod_sandbox(self, config: SandboxConfig) -> str:
+        """Create the pod's sandbox (cgroup, directories); returns its id."""
+        ...
+
+    async def stop_pod_sandbox(self, sandbox_id: str) -> None: ...
+
+    async def remove_pod_sandbox(self, sandbox_id: str) -> None:
+        """Remove the sandbox and everything of its containers but their logs."""
+        ...
+
+    async def list_pod_sandboxes(self) -> Sequence[Sandbox]: ...
+
+    async def create_container(self, sandbox_id: str, config: ContainerConfig) -> str: ...
+
+    async def start_container(self, container_id: str) -> None: ...
+
+    async def stop_container(self, container_id: str, timeout_s: float) -> None:
+        """SIGTERM, then SIGKILL after `timeout_s`; returns once the container has exited."""
+        ...
+
+    async def remove_container(self, container_id: str) -> None: ...
+
+    async def list_containers(self) -> Sequence[ContainerStatus]: ...
+
+    async def container_status(self, container_id: str) -> ContainerStatus: ...
+
+    async def exec_sync(self, container_id: str, cmd: Sequence[str], timeout_s: float) -> ExecResult: ...
