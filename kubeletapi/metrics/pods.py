@@ -6,9 +6,19 @@ them with prometheus_client instruments on the /metrics registry.
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
 from prometheus_client import CollectorRegistry
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from kubeletapi.metrics.spec import MetricSpec, counter, gauge, histogram
+
+log = logging.getLogger(__name__)
 
 POD_START_BUCKETS = (0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200,
                      1800, 2700, 3600)
@@ -116,4 +126,73 @@ class PodMetrics:
         if interval_s is not None:
             self.pleg_interval.observe(interval_s)
         self.pleg_last_seen.set(at)
+
+    def runtime_counted(self, running_pods: int, containers: Mapping[str, int]) -> None:
+        self.running_pods.set(running_pods)
+        for state in ("running", "exited", "created", "unknown"):
+            self.running_containers.labels(container_state=state).set(containers.get(state, 0))
+
+    # sync.SyncObserver
+    def pod_synced(self, operation: str, duration_s: float) -> None:
+        self.pod_worker.labels(operation_type=operation).observe(duration_s)
+
+    def pod_started(self, static: bool, containers: int) -> None:
+        self.started_pods.inc()
+        self.containers_per_pod.observe(containers)
+
+    def pod_running(self, seconds_since_seen: float) -> None:
+        self.pod_start.observe(seconds_since_seen)
+
+    def container_started(self, kind: str) -> None:
+        self.started_containers.labels(container_type=kind).inc()
+
+    # manager.ManagerObserver
+    def pods_counted(self, desired: int, active: int) -> None:
+        self.desired_pods.labels(static="true").set(desired)
+        self.active_pods.labels(static="true").set(active)
+
+    def manifest_rejected(self, source: str) -> None:
+        self.manifest_errors.labels(source=source).inc()
+
+    def pod_restarted(self) -> None:
+        self.restarted_pods.labels(static="true").inc()
+
+
+LogDirs = Callable[[], Iterable[tuple[str, str, str, str, Path]]]
+
+
+class LogUsageCollector(Collector):
+    """kubelet_container_log_filesystem_used_bytes{uid,namespace,pod,container}: the bytes of each
+    container's log files (all instances and rotations), read at scrape time. Never raises."""
+
+    def __init__(self, log_dirs: LogDirs) -> None:
+        self._log_dirs = log_dirs
+
+    def describe(self) -> list[GaugeMetricFamily]:
+        return [self._family()]
+
+    @staticmethod
+    def _family() -> GaugeMetricFamily:
+        return GaugeMetricFamily("kubelet_container_log_filesystem_used_bytes",
+                                 "[ALPHA] Bytes used by the container's logs on the filesystem.",
+                                 labels=("uid", "namespace", "pod", "container"))
+
+    def collect(self) -> list[GaugeMetricFamily]:
+        family = self._family()
+        try:
+            for uid, namespace, pod, container, directory in self._log_dirs():
+                family.add_metric((uid, namespace, pod, container), _dir_bytes(directory))
+        except Exception:  # a scrape must never fail; a partial family is fine
+            log.exception("container log usage: listing log directories failed")
+        return [family]
+
+
+def _dir_bytes(directory: Path) -> int:
+    total = 0
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(directory):
+            with contextlib.suppress(OSError):
+                if entry.is_file(follow_symlinks=False):
+                    total += entry.stat(follow_symlinks=False).st_size
+    return total
 

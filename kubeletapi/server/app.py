@@ -29,7 +29,7 @@ from kubeletapi.server.instrumentation import (
     InstrumentationMiddleware,
 )
 from kubeletapi.server.proxy_alias import ProxyAliasMiddleware
-from kubeletapi.server.routes import configz, debug_disabled, healthz, metrics, openapi
+from kubeletapi.server.routes import configz, debug_disabled, healthz, logs, metrics, openapi, pods, run
 
 Role = Literal["secure", "readonly"]
 TITLE = "kubeletapi"
@@ -55,8 +55,12 @@ def api(host: Host, role: Role, debugging_handlers: bool = True) -> FastAPI:
     # Routes are added to the app itself (not through include_router) so app.routes is flat:
     # the auth middleware and the route-walking test read each route's declaration.
     healthz.install(app, host.health_checks())
+    pods.install_pods(app)
     metrics.install(app)
     if role == "secure" and debugging_handlers:
+        pods.install_debugging(app)
+        logs.install(app)
+        run.install(app)
         configz.install(app)
         openapi.install(app)
     else:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from prometheus_client.registry import Collector
 
 from kubeletapi.health import HealthCheck
+from kubeletapi.runtime.logoptions import PodLogOptions
 
 
 class Host(Protocol):
@@ -28,4 +29,29 @@ class Host(Protocol):
 
     def metrics_registry(self, endpoint: str) -> Collector:
         """The registry behind /metrics (endpoint "metrics") and later /metrics/<x>."""
+        ...
+
+    def pod_list(self) -> Mapping[str, Any]:
+        """The v1 PodList of every pod the node manages, with status (wire form)."""
+        ...
+
+    def running_pods(self) -> Mapping[str, Any]:
+        """The v1 PodList of pods as the runtime sees them (metadata and running containers)."""
+        ...
+
+    def manifests(self) -> Mapping[str, Any]:
+        """{"items": [...]}: every static pod manifest, accepted or rejected with its reason."""
+        ...
+
+    async def container_logs(
+        self, namespace: str, pod: str, container: str, opts: PodLogOptions
+    ) -> AsyncIterator[bytes]:
+        """The container's log output; NotFound for an unknown pod or container (404), other
+        errors (no previous instance, unreadable file) are InvalidInput/Unavailable (400)."""
+        ...
+
+    async def run_in_container(
+        self, namespace: str, pod: str, uid: str | None, container: str, cmd: Sequence[str]
+    ) -> bytes:
+        """Run `cmd` in the container; its combined output."""
         ...

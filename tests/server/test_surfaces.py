@@ -18,7 +18,7 @@ DISABLED = ["/run/ns/p/c", "/exec/ns/p/c", "/attach/ns/p/c", "/portForward/ns/p"
 
 # The whole read-only surface: grow this list only together with the kubelet's auth-not-required group.
 READ_ONLY_ROUTES = {
-    "/healthz", "/healthz/ping", "/healthz/log", "/healthz/syncloop", "/metrics",
+    "/healthz", "/healthz/ping", "/healthz/log", "/healthz/syncloop", "/pods", "/metrics",
     "/run/{rest:path}", "/exec/{rest:path}", "/attach/{rest:path}", "/portForward/{rest:path}",
     "/containerLogs/{rest:path}", "/runningpods/{rest:path}", "/debug/pprof/{rest:path}", "/logs/{rest:path}",
 }
@@ -37,6 +37,7 @@ def test_read_only_port_live(agent: Agent) -> None:
         metrics = client.get(agent.url("read-only", "/metrics"))
         assert metrics.status_code == 200
         assert 'server_type="readonly"' in metrics.text
+        assert client.get(agent.url("read-only", "/pods")).json()["kind"] == "PodList"
         for path in ("/configz", "/openapi.json", "/nope"):
             response = client.get(agent.url("read-only", path))
             assert (response.status_code, response.text) == (404, "404 page not found\n"), path

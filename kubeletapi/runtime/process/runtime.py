@@ -24,7 +24,7 @@ from typing import Protocol
 
 from kubeletapi.cgroups.resources import ResourceConfig
 from kubeletapi.clock import Clock
-from kubeletapi.errors import InvalidInput, NotFound, Unavailable
+from kubeletapi.errors import Conflict, InvalidInput, NotFound, Unavailable
 from kubeletapi.runtime.process import procfs
 from kubeletapi.runtime.process.state import ContainerRecord, SandboxRecord, StateDir, new_id
 from kubeletapi.runtime.types import (
@@ -325,7 +325,7 @@ class ProcessRuntime:
             return
         try:
             self._cgroups.delete(record.cgroup)
-        except (OSError, Unavailable, InvalidInput) as exc:
+        except (OSError, Unavailable, InvalidInput, Conflict) as exc:
             log.warning("cannot remove cgroup %s of container %s: %s", record.cgroup, record.id, exc)
 
     def _refresh(self, record: ContainerRecord) -> None:

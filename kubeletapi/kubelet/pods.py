@@ -1,0 +1,184 @@
+"""Wiring of the pod machinery: runtime, PLEG, syncer, manager and sources; and the pod side of
+Host (/pods, /runningpods, /containerLogs, /run, /manifests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from kubeletapi.api.core_v1 import Container, ObjectMeta, Pod, PodList, PodSpec
+from kubeletapi.api.quantity import Quantity
+from kubeletapi.cgroups import detect, new_writer
+from kubeletapi.clock import Clock
+from kubeletapi.config import KubeletConfiguration, NodeOptions
+from kubeletapi.errors import InvalidInput, KubeletError, NotFound, StartupError
+from kubeletapi.metrics.pods import PodMetrics
+from kubeletapi.metrics.runtime import InstrumentedRuntime
+from kubeletapi.pods.backoff import Backoff
+from kubeletapi.pods.manager import PodManager
+from kubeletapi.pods.node import NodeEnv
+from kubeletapi.pods.pleg import PLEG
+from kubeletapi.pods.sources import FileSource, PodSource, URLSource
+from kubeletapi.pods.sync import PodSyncer
+from kubeletapi.pods.volumes import PodVolumes
+from kubeletapi.runtime import types as rt
+from kubeletapi.runtime.logoptions import PodLogOptions
+from kubeletapi.runtime.logs import read_logs
+from kubeletapi.runtime.process.runtime import ProcessRuntime
+from kubeletapi.runtime.process.shimbuild import shim_path
+
+log = logging.getLogger(__name__)
+RUN_TIMEOUT_S = 120.0
+
+
+def node_env(cfg: KubeletConfiguration, opts: NodeOptions, node_name: str, node_ip: str, isolated: bool) -> NodeEnv:
+    return NodeEnv(
+        node_name=node_name, node_ip=node_ip, root_dir=opts.root_dir, pod_logs_dir=Path(cfg.pod_logs_dir),
+        isolated=isolated, cgroup_root=cfg.cgroup_root or "/", cgroups_per_qos=cfg.cgroups_per_qos,
+        cfs_quota=cfg.cpu_cfs_quota, pod_pids_limit=cfg.pod_pids_limit,
+        memory_capacity=psutil.virtual_memory().total, cpu_capacity_milli=(os.cpu_count() or 1) * 1000,
+        max_pods=cfg.max_pods,
+    )
+
+
+def _isolation() -> bool:
+    """Cgroups and namespaces need root and a writable cgroup hierarchy."""
+    if os.geteuid() != 0:
+        return False
+    try:
+        return detect().mount_point("memory") is not None or detect().version == 2
+    except (OSError, KubeletError):
+        return False
+
+
+class PodServices:
+    """Everything that runs pods, built from the configuration."""
+
+    def __init__(self, cfg: KubeletConfiguration, opts: NodeOptions, node_name: str, node_ip: str,
+                 clock: Clock, metrics: PodMetrics) -> None:
+        if opts.container_runtime != "process":
+            raise StartupError("--container-runtime=remote (CRI) is not available yet; use the process runtime")
+        isolated = _isolation()
+        self.node = node_env(cfg, opts, node_name, node_ip, isolated)
+        log_max = Quantity.parse(cfg.container_log_max_size).value()
+        runtime = ProcessRuntime(
+            opts.root_dir / "runtime" / "process", shim_path(), clock,
+            cgroups=new_writer(detect()) if isolated else None, namespaces=isolated,
+            log_max_size=log_max, log_max_files=cfg.container_log_max_files,
+        )
+        if not isolated:
+            log.warning("not running as root: pods get no cgroups, namespaces or volume mounts")
+        self.runtime = InstrumentedRuntime(runtime, metrics)
+        self.pleg = PLEG(self.runtime, clock, metrics)
+        syncer = PodSyncer(self.runtime, self.node, clock, Backoff(clock), PodVolumes(self.node),
+                           self._publish, metrics)
+        self.sources = self._sources(cfg, node_name, clock)
+        self.manager = PodManager(syncer, self.pleg, clock, cfg.max_pods, [name for name, _ in self.sources],
+                                  metrics)
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def _publish(self, uid: str, status: Any) -> None:
+        self.manager.publish(uid, status)
+
+    @staticmethod
+    def _sources(cfg: KubeletConfiguration, node: str, clock: Clock) -> list[tuple[str, PodSource]]:
+        sources: list[tuple[str, PodSource]] = []
+        if cfg.static_pod_path:
+            sources.append(("file", FileSource(Path(cfg.static_pod_path), node, clock,
+                                               cfg.file_check_frequency.seconds)))
+        if cfg.static_pod_url:
+            sources.append(("http", URLSource(cfg.static_pod_url, cfg.static_pod_url_header, node, clock,
+                                              cfg.http_check_frequency.seconds)))
+        return sources
+
+    async def start(self) -> None:
+        await self.pleg.relist()  # re-adopted containers are known before the first sync
+        for name, source in self.sources:
+            self._tasks.append(asyncio.create_task(source.run(self.manager.apply), name=f"source-{name}"))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self.manager.stop()
+
+    # --- Host: pods ----------------------------------------------------------------------------
+    def pod_list(self) -> dict[str, Any]:
+        return PodList(items=self.manager.pods()).to_wire()
+
+    def running_pods(self) -> dict[str, Any]:
+        """Pods as the runtime sees them: metadata and running containers' name and image."""
+        items = []
+        for uid, (sandboxes, containers) in sorted(self.manager.runtime_view().items()):
+            running = [c for c in containers if c.state is rt.ContainerState.RUNNING]
+            if not running:
+                continue
+            meta = sandboxes[0].meta if sandboxes else rt.PodMeta("", "", uid)
+            items.append(Pod(
+                metadata=ObjectMeta(name=meta.name, namespace=meta.namespace, uid=uid),
+                spec=PodSpec(containers=[Container(name=c.name, image=c.image) for c in running]),
+            ))
+        return PodList(items=items).to_wire()
+
+    def manifests(self) -> dict[str, Any]:
+        return {"items": [r.to_wire() for r in self.manager.manifests()]}
+
+    def _instances(self, namespace: str, pod_name: str, container: str) -> tuple[Pod, list[rt.ContainerStatus]]:
+        pod = self.manager.find(namespace, pod_name)
+        if pod is None:
+            raise NotFound(f'pod "{pod_name}" does not exist\n')
+        if container not in {c.name for c in pod.spec.all_containers()}:
+            raise NotFound(f'container "{container}" not found in pod "{pod_name}"\n')
+        _, containers = self.manager.runtime_view().get(pod.metadata.uid, ((), ()))
+        found = sorted((c for c in containers if c.name == container), key=lambda c: c.attempt, reverse=True)
+        return pod, found
+
+    async def container_logs(self, namespace: str, pod_name: str, container: str,
+                             opts: PodLogOptions, clock: Clock) -> AsyncIterator[bytes]:
+        _, instances = self._instances(namespace, pod_name, container)
+        index = 1 if opts.previous else 0
+        if len(instances) <= index:
+            which = "previous terminated" if opts.previous else "the"
+            raise InvalidInput(f'{which} container "{container}" in pod "{pod_name}" is not available')
+        instance = instances[index]
+
+        async def running() -> bool:
+            with contextlib.suppress(KubeletError):
+                status = await self.runtime.container_status(instance.id)
+                return status.state is rt.ContainerState.RUNNING
+            return False
+
+        return read_logs(Path(instance.log_path), opts, clock=clock, container_running=running)
+
+    async def run_in_container(self, namespace: str, pod_name: str, uid: str | None, container: str,
+                               cmd: Sequence[str]) -> bytes:
+        pod = self.manager.find(namespace, pod_name)
+        if pod is None or (uid and pod.metadata.uid != uid):
+            raise NotFound("pod does not exist")
+        _, instances = self._instances(namespace, pod_name, container)
+        live = [c for c in instances if c.state is rt.ContainerState.RUNNING]
+        if not live:
+            raise InvalidInput(f'container "{container}" is not running')
+        result = await self.runtime.exec_sync(live[0].id, cmd, RUN_TIMEOUT_S)
+        return result.stdout + result.stderr
+
+    def log_dirs(self) -> list[tuple[str, str, str, str, Path]]:
+        """(uid, namespace, pod, container, log dir) of every container the runtime has."""
+        out = []
+        for uid, (sandboxes, containers) in self.manager.runtime_view().items():
+            if not sandboxes:
+                continue
+            meta = sandboxes[0].meta
+            for name in sorted({c.name for c in containers}):
+                out.append((uid, meta.namespace, meta.name, name, Path(sandboxes[0].log_directory) / name))
+        return out

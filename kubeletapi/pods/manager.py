@@ -1,0 +1,239 @@
+"""The pod manager: desired pods from the sources, admission, workers, PLEG and cleanup.
+
+- Sources send SET snapshots; the manager reconciles: a new pod gets a worker, a pod no longer
+  defined is killed, a manifest that changed is a new pod (its UID is a hash of its content).
+- Admission: a second manifest defining the same namespace/name is rejected with the first one
+  named; beyond maxPods a pod is rejected like the kubelet (phase Failed, reason OutOfpods).
+  Every rejection is kept (with its reason) for GET /manifests and counted.
+- Housekeeping (each sync-loop iteration): PLEG relist, pod events to workers, and, once every
+  source has spoken, runtime pods that no source defines are killed (orphans).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from kubeletapi.api.core_v1 import Container, ObjectMeta, Pod, PodSpec, PodStatus
+from kubeletapi.clock import Clock
+from kubeletapi.pods.pleg import PLEG
+from kubeletapi.pods.sources import ManifestResult, PodUpdate
+from kubeletapi.pods.status import rejected_status
+from kubeletapi.pods.sync import PodSyncer
+from kubeletapi.pods.workers import PodWorkers
+from kubeletapi.runtime import types as rt
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ManifestRecord:
+    """One manifest as an operator sees it (GET /manifests)."""
+
+    source: str
+    origin: str
+    state: str  # "accepted" | "rejected"
+    namespace: str = ""
+    name: str = ""
+    uid: str = ""
+    reason: str = ""
+
+    def to_wire(self) -> dict[str, str]:
+        return {k: v for k, v in self.__dict__.items() if v}
+
+
+class ManagerObserver(Protocol):
+    def pods_counted(self, desired: int, active: int) -> None: ...
+
+    def manifest_rejected(self, source: str) -> None: ...
+
+    def pod_restarted(self) -> None: ...
+
+
+class PodManager:
+    def __init__(
+        self,
+        syncer: PodSyncer,
+        pleg: PLEG,
+        clock: Clock,
+        max_pods: int,
+        sources: Sequence[str],
+        observer: ManagerObserver | None = None,
+    ) -> None:
+        self._syncer = syncer
+        self._pleg = pleg
+        self._clock = clock
+        self._max_pods = max_pods
+        self._pending_sources = set(sources)
+        self._observer = observer
+        self._workers: PodWorkers[Pod] = PodWorkers(syncer.sync, syncer.kill, on_done=self._worker_done)
+        self._snapshots: dict[str, PodUpdate] = {}
+        self._desired: dict[str, Pod] = {}  # uid -> admitted pod
+        self._rejected: dict[str, Pod] = {}  # uid -> pod refused at admission (shown as Failed)
+        self._statuses: dict[str, PodStatus] = {}
+        self._manifests: list[ManifestRecord] = []
+        self._killing: dict[str, Pod] = {}
+        self._orphans_killing: set[str] = set()
+
+    # --- sources -------------------------------------------------------------------------------
+    def apply(self, update: PodUpdate) -> None:
+        self._snapshots[update.source] = update
+        self._pending_sources.discard(update.source)
+        self._reconcile()
+
+    def _reconcile(self) -> None:
+        admitted, rejected, records = self._admit()
+        for uid in list(self._desired):
+            if uid not in admitted:
+                self._kill(uid)
+        for uid, pod in admitted.items():
+            if uid not in self._desired:
+                self._start(uid, pod)
+        self._desired = admitted
+        self._rejected = rejected
+        self._manifests = records
+        if self._observer is not None:
+            self._observer.pods_counted(len(admitted) + len(rejected), len(admitted))
+
+    def _admit(self) -> tuple[dict[str, Pod], dict[str, Pod], list[ManifestRecord]]:
+        admitted: dict[str, Pod] = {}
+        rejected: dict[str, Pod] = {}
+        records: list[ManifestRecord] = []
+        owners: dict[tuple[str, str], str] = {}
+        for source, result in self._candidates():
+            pod = result.pod
+            if pod is None:
+                records.append(self._reject_record(source, result.origin, result.error))
+                continue
+            meta = pod.metadata
+            key = (meta.namespace, meta.name)
+            base = ManifestRecord(source, result.origin, "accepted", meta.namespace, meta.name, meta.uid)
+            if key in owners:
+                reason = f"pod {meta.namespace}/{meta.name} is already defined by {owners[key]}"
+                records.append(self._reject_record(source, result.origin, reason, base))
+            elif len(admitted) >= self._max_pods:
+                message = (f"Node didn't have enough resource: pods, requested: 1, used: {len(admitted)}, "
+                           f"capacity: {self._max_pods}")
+                rejected[meta.uid] = self._failed(pod, "OutOfpods", message)
+                records.append(self._reject_record(source, result.origin, f"OutOfpods: {message}", base))
+            else:
+                owners[key] = result.origin
+                admitted[meta.uid] = pod
+                records.append(base)
+        return admitted, rejected, records
+
+    def _candidates(self) -> list[tuple[str, ManifestResult]]:
+        """Every manifest; pods already admitted first, so a newcomer never displaces them."""
+        items = [(s, r) for s, update in sorted(self._snapshots.items()) for r in update.results]
+
+        def rank(item: tuple[str, ManifestResult]) -> tuple[int, str]:
+            pod = item[1].pod
+            return (0 if pod is not None and pod.metadata.uid in self._desired else 1, item[1].origin)
+
+        return sorted(items, key=rank)
+
+    def _reject_record(
+        self, source: str, origin: str, reason: str, base: ManifestRecord | None = None
+    ) -> ManifestRecord:
+        known = any(r.origin == origin and r.reason == reason for r in self._manifests)
+        if not known:
+            log.warning("static pod manifest rejected: %s", reason)
+            if self._observer is not None:
+                self._observer.manifest_rejected(source)
+        if base is None:
+            return ManifestRecord(source, origin, "rejected", reason=reason)
+        return ManifestRecord(source, origin, "rejected", base.namespace, base.name, base.uid, reason)
+
+    def _failed(self, pod: Pod, reason: str, message: str) -> Pod:
+        now = dt.datetime.fromtimestamp(self._clock.now(), dt.UTC)
+        return pod.model_copy(update={"status": rejected_status(reason, message, now)})
+
+    # --- workers -------------------------------------------------------------------------------
+    def _start(self, uid: str, pod: Pod) -> None:
+        if uid in self._killing:
+            # Re-added with the same content while the old instance still terminates: it
+            # starts again once the kill completes (kubelet_restarted_pods_total).
+            if self._observer is not None:
+                self._observer.pod_restarted()
+            return
+        self._workers.update(uid, pod)
+
+    def _kill(self, uid: str) -> None:
+        pod = self._desired.get(uid)
+        if pod is not None:
+            self._killing[uid] = pod
+        self._workers.kill(uid)
+        self._statuses.pop(uid, None)
+
+    def _worker_done(self, uid: str) -> None:
+        self._killing.pop(uid, None)
+        self._orphans_killing.discard(uid)
+        pod = self._desired.get(uid)
+        if pod is not None:  # defined again meanwhile
+            self._workers.update(uid, pod)
+
+    def publish(self, uid: str, status: PodStatus | None) -> None:
+        """The syncer's latest status of a pod (None once it is gone)."""
+        if status is None or uid not in self._desired:
+            self._statuses.pop(uid, None)
+        else:
+            self._statuses[uid] = status
+
+    # --- housekeeping --------------------------------------------------------------------------
+    async def housekeeping(self) -> None:
+        events = await self._pleg.relist()
+        for uid in {e.pod_uid for e in events}:
+            if uid in self._desired:
+                self._workers.poke(uid)
+        if not self._pending_sources:
+            self._kill_orphans()
+
+    def _kill_orphans(self) -> None:
+        for uid, record in self._pleg.cache.items():
+            if uid in self._desired or uid in self._killing or uid in self._orphans_killing or not uid:
+                continue
+            pod = self._orphan_pod(uid, record.sandboxes, record.containers)
+            log.info("killing runtime pod %s/%s (%s): no source defines it", pod.metadata.namespace,
+                     pod.metadata.name, uid)
+            self._orphans_killing.add(uid)
+            self._killing[uid] = pod
+            if not self._workers.known(uid):
+                self._workers.update(uid, pod)  # a worker to carry the kill
+            self._workers.kill(uid)
+
+    def _orphan_pod(self, uid: str, sandboxes: Sequence[rt.Sandbox], containers: Sequence[rt.ContainerStatus]) -> Pod:
+        meta = sandboxes[0].meta if sandboxes else rt.PodMeta("", "", uid)
+        grace = min((int(c.annotations.get(rt.GRACE_PERIOD, "30")) for c in containers), default=30)
+        return Pod(
+            metadata=ObjectMeta(name=meta.name, namespace=meta.namespace, uid=uid),
+            spec=PodSpec(containers=[Container(name=c.name, image=c.image) for c in containers],
+                         termination_grace_period_seconds=grace),
+        )
+
+    async def stop(self) -> None:
+        await self._workers.stop()
+
+    # --- queries -------------------------------------------------------------------------------
+    def pods(self) -> list[Pod]:
+        """Admitted pods with their latest status, then pods refused at admission."""
+        out = []
+        for uid, pod in self._desired.items():
+            status = self._statuses.get(uid)
+            out.append(pod.model_copy(update={"status": status}) if status is not None else pod)
+        return out + list(self._rejected.values())
+
+    def manifests(self) -> list[ManifestRecord]:
+        return list(self._manifests)
+
+    def find(self, namespace: str, name: str) -> Pod | None:
+        for pod in self.pods():
+            if pod.metadata.namespace == namespace and pod.metadata.name == name:
+                return pod
+        return None
+
+    def runtime_view(self) -> dict[str, tuple[Sequence[rt.Sandbox], Sequence[rt.ContainerStatus]]]:
+        return {uid: (r.sandboxes, r.containers) for uid, r in self._pleg.cache.items()}
+

@@ -1,0 +1,235 @@
+"""Static pod sources: a manifest directory (or file) and a manifest URL.
+
+Each source emits full snapshots (the kubelet's SET update) of what it holds: one result per
+manifest, a pod or the reason it was rejected. A bad manifest never hides the others.
+- The directory reacts to changes at once (inotify via watchfiles) and also re-scans every
+  fileCheckFrequency as a safety net; dotfiles and sub-directories are ignored, files over
+  10 MB and unreadable files (permissions, symlink loops) are rejected with the reason.
+- The URL is polled every httpCheckFrequency; when it cannot be fetched the last good set is
+  kept and the reason logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import os
+import stat
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import httpx
+import watchfiles
+
+from kubeletapi.api.core_v1 import Pod
+from kubeletapi.clock import Clock
+from kubeletapi.errors import InvalidInput
+from kubeletapi.pods.manifest import decode_pod, decode_pod_list
+from kubeletapi.pods.static import make_static
+
+log = logging.getLogger(__name__)
+
+MAX_MANIFEST_BYTES = 10 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ManifestResult:
+    """One manifest: the static pod it defines, or why it was rejected."""
+
+    origin: str  # a file path or the URL (with the item index for a PodList)
+    pod: Pod | None = None
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class PodUpdate:
+    """A SET update: everything `source` ("file" or "http") currently defines."""
+
+    source: str
+    results: tuple[ManifestResult, ...]
+
+
+Emit = Callable[[PodUpdate], None]
+
+
+class PodSource(Protocol):
+    async def run(self, emit: Emit) -> None:
+        """Emit snapshots until cancelled."""
+        ...
+
+
+def _now(clock: Clock) -> dt.datetime:
+    return dt.datetime.fromtimestamp(clock.now(), dt.UTC)
+
+
+class FileSource:
+    """--pod-manifest-path: one Pod per file (YAML or JSON)."""
+
+    def __init__(self, path: Path, node_name: str, clock: Clock, check_frequency_s: float) -> None:
+        self._path = path
+        self._node = node_name
+        self._clock = clock
+        self._period = max(check_frequency_s, 0.5)
+        # path -> (identity of the file version, its result): unchanged files keep their
+        # result, including the kubernetes.io/config.seen time of their first sighting.
+        self._cache: dict[str, tuple[tuple[int, int, int], ManifestResult]] = {}
+        self._last_error = ""
+
+    async def run(self, emit: Emit) -> None:
+        changed = asyncio.Event()
+        watcher = asyncio.create_task(self._watch(changed), name="manifest-watch")
+        try:
+            while True:
+                changed.clear()
+                emit(PodUpdate("file", tuple(await asyncio.to_thread(self.scan))))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), self._period)
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+
+    async def _watch(self, changed: asyncio.Event) -> None:
+        """Set `changed` on every inotify batch; while the path is missing, retry each period."""
+        while True:
+            try:
+                async for _ in watchfiles.awatch(self._path, debounce=400, step=20, recursive=False):
+                    changed.set()
+            except (FileNotFoundError, OSError, RuntimeError) as exc:
+                log.debug("cannot watch %s (%s); relying on the periodic re-scan", self._path, exc)
+            await asyncio.sleep(self._period)
+
+    def scan(self) -> list[ManifestResult]:
+        """Read every manifest now (blocking: called in a thread)."""
+        try:
+            info = os.stat(self._path)
+        except OSError as exc:
+            self._report(f"cannot read the static pod path {self._path}: {exc.strerror}")
+            return []
+        self._report("")
+        if stat.S_ISDIR(info.st_mode):
+            try:
+                names = sorted(os.listdir(self._path))
+            except OSError as exc:
+                self._report(f"cannot list {self._path}: {exc.strerror}")
+                return []
+            files = [self._path / n for n in names if not n.startswith(".")]
+        else:
+            files = [self._path]
+        results = [r for r in (self._read(f) for f in files) if r is not None]
+        keep = {r.origin for r in results}
+        self._cache = {k: v for k, v in self._cache.items() if k in keep}
+        return results
+
+    def _read(self, path: Path) -> ManifestResult | None:
+        origin = str(path)
+        try:
+            info = os.stat(path)
+        except OSError as exc:  # dangling link, symlink loop (ELOOP), permissions
+            return ManifestResult(origin, error=f"{origin}: {exc.strerror}")
+        if stat.S_ISDIR(info.st_mode):
+            return None  # the kubelet does not recurse
+        version = (info.st_ino, info.st_mtime_ns, info.st_size)
+        cached = self._cache.get(origin)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        result = self._decode(path, origin, info.st_size)
+        self._cache[origin] = (version, result)
+        return result
+
+    def _decode(self, path: Path, origin: str, size: int) -> ManifestResult:
+        if size > MAX_MANIFEST_BYTES:
+            return ManifestResult(origin, error=f"{origin}: the manifest is larger than 10 MB ({size} bytes)")
+        try:
+            with path.open("rb") as fh:
+                data = fh.read(MAX_MANIFEST_BYTES + 1)
+        except OSError as exc:
+            return ManifestResult(origin, error=f"{origin}: {exc.strerror}")
+        if len(data) > MAX_MANIFEST_BYTES:
+            return ManifestResult(origin, error=f"{origin}: the manifest is larger than 10 MB")
+        try:
+            pod = make_static(decode_pod(data, origin), self._node, "file", origin, _now(self._clock))
+        except InvalidInput as exc:
+            return ManifestResult(origin, error=str(exc))
+        return ManifestResult(origin, pod=pod)
+
+    def _report(self, error: str) -> None:
+        if error and error != self._last_error:
+            log.warning("%s", error)
+        self._last_error = error
+
+
+class URLSource:
+    """--manifest-url: a Pod or a PodList, polled; unreachable keeps the last good set."""
+
+    def __init__(
+        self,
+        url: str,
+        headers: Mapping[str, Sequence[str]],
+        node_name: str,
+        clock: Clock,
+        check_frequency_s: float,
+        timeout_s: float = 10.0,
+    ) -> None:
+        self._url = url
+        self._headers = [(k, v) for k, values in headers.items() for v in values]
+        self._node = node_name
+        self._clock = clock
+        self._period = max(check_frequency_s, 0.5)
+        self._timeout = timeout_s
+        self._last_body: bytes | None = None
+        self._last_error = ""
+
+    async def run(self, emit: Emit) -> None:
+        async with httpx.AsyncClient(timeout=self._timeout, follow_redirects=True) as client:
+            while True:
+                update = await self.poll(client)
+                if update is not None:
+                    emit(update)
+                await self._clock.sleep(self._period)
+
+    async def poll(self, client: httpx.AsyncClient) -> PodUpdate | None:
+        """One fetch; None when it failed (the previous snapshot stays in force)."""
+        try:
+            body = await self._fetch(client)
+        except (httpx.HTTPError, InvalidInput) as exc:
+            self._report(f"cannot fetch static pods from {self._url}: {exc}; keeping the last good set")
+            return None
+        self._report("")
+        if body == self._last_body:
+            return None
+        try:
+            pods = decode_pod_list(body, self._url)
+        except InvalidInput as exc:
+            self._report(str(exc) + "; keeping the last good set")
+            return None
+        self._last_body = body
+        seen = _now(self._clock)
+        results = []
+        for index, pod in enumerate(pods):
+            origin = self._url if len(pods) == 1 else f"{self._url}#{index}"
+            try:
+                results.append(ManifestResult(origin, pod=make_static(pod, self._node, "http", self._url, seen)))
+            except InvalidInput as exc:
+                results.append(ManifestResult(origin, error=str(exc)))
+        return PodUpdate("http", tuple(results))
+
+    async def _fetch(self, client: httpx.AsyncClient) -> bytes:
+        async with client.stream("GET", self._url, headers=self._headers) as response:
+            if response.status_code != 200:
+                raise InvalidInput(f"{self._url} answered {response.status_code}")
+            body = bytearray()
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > MAX_MANIFEST_BYTES:
+                    raise InvalidInput(f"{self._url}: the manifest is larger than 10 MB")
+            return bytes(body)
+
+    def _report(self, error: str) -> None:
+        if error and error != self._last_error:
+            log.warning("%s", error)
+        self._last_error = error

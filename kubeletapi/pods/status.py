@@ -1,0 +1,201 @@
+"""A pod's v1 status from what the runtime holds, as the kubelet's generateAPIPodStatus does.
+
+- containerStatuses / initContainerStatuses in spec order: state from the newest instance,
+  lastState from the one before (or from the newest when a restart is pending), restartCount =
+  the newest instance's attempt, waiting reasons from the syncer (ContainerCreating,
+  PodInitializing, CrashLoopBackOff, CreateContainerConfigError...).
+- phase with getPhase's rules (a container waiting to restart after an exit counts as stopped).
+- conditions in the kubelet's order: PodReadyToStartContainers, Initialized, Ready,
+  ContainersReady, PodScheduled; lastTransitionTime kept while a condition does not change.
+Until probes exist, a running container is ready.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from kubeletapi.api.core_v1 import (
+    Container,
+    ContainerState,
+    ContainerStateRunning,
+    ContainerStateTerminated,
+    ContainerStateWaiting,
+    ContainerStatus,
+    HostIP,
+    Pod,
+    PodCondition,
+    PodIP,
+    PodStatus,
+)
+from kubeletapi.pods.qos import qos_class
+from kubeletapi.runtime import types as rt
+
+CONTAINER_ID_SCHEME = "process"
+
+
+@dataclass
+class PodView:
+    """The runtime's instances of one pod, grouped by container name (newest first)."""
+
+    sandbox_ready: bool = False
+    instances: dict[str, list[rt.ContainerStatus]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, sandboxes: Sequence[rt.Sandbox], containers: Sequence[rt.ContainerStatus]) -> PodView:
+        view = cls(sandbox_ready=any(s.state is rt.SandboxState.READY for s in sandboxes))
+        for status in containers:
+            view.instances.setdefault(status.name, []).append(status)
+        for items in view.instances.values():
+            items.sort(key=lambda s: (s.attempt, s.created_at), reverse=True)
+        return view
+
+    def latest(self, name: str) -> rt.ContainerStatus | None:
+        items = self.instances.get(name)
+        return items[0] if items else None
+
+    def previous(self, name: str) -> rt.ContainerStatus | None:
+        items = self.instances.get(name)
+        return items[1] if items and len(items) > 1 else None
+
+
+def _time(ns: int) -> dt.datetime | None:
+    return dt.datetime.fromtimestamp(ns / 1e9, dt.UTC) if ns else None
+
+
+def _terminated(s: rt.ContainerStatus, scheme: str) -> ContainerStateTerminated:
+    return ContainerStateTerminated(
+        exit_code=s.exit_code, signal=s.signal, reason=s.reason, message=s.message,
+        started_at=_time(s.started_at), finished_at=_time(s.finished_at), container_id=f"{scheme}://{s.id}",
+    )
+
+
+def container_status(
+    spec: Container, view: PodView, waiting: tuple[str, str] | None, scheme: str = CONTAINER_ID_SCHEME
+) -> ContainerStatus:
+    latest, previous = view.latest(spec.name), view.previous(spec.name)
+    status = ContainerStatus(name=spec.name, image=spec.image, image_id="", ready=False, restart_count=0)
+    if latest is None:
+        reason, message = waiting or ("ContainerCreating", "")
+        status.state = ContainerState(waiting=ContainerStateWaiting(reason=reason, message=message))
+        status.started = False
+        return status
+    status.restart_count = latest.attempt
+    status.container_id = f"{scheme}://{latest.id}"
+    if latest.state is rt.ContainerState.RUNNING:
+        status.state = ContainerState(running=ContainerStateRunning(started_at=_time(latest.started_at)))
+        status.ready = status.started = True
+    elif latest.state is rt.ContainerState.EXITED and waiting is None:
+        status.state = ContainerState(terminated=_terminated(latest, scheme))
+        status.started = False
+    else:
+        reason, message = waiting or ("ContainerCreating", "")
+        status.state = ContainerState(waiting=ContainerStateWaiting(reason=reason, message=message))
+        status.started = False
+        if latest.state is rt.ContainerState.EXITED:  # a restart is pending: the exit is lastState
+            status.last_state = ContainerState(terminated=_terminated(latest, scheme))
+            return status
+    if previous is not None and previous.state is rt.ContainerState.EXITED:
+        status.last_state = ContainerState(terminated=_terminated(previous, scheme))
+    return status
+
+
+def phase(pod: Pod, init: Sequence[ContainerStatus], app: Sequence[ContainerStatus]) -> str:
+    """getPhase: Pending, Running, Succeeded or Failed."""
+    policy = pod.spec.restart_policy or "Always"
+    init_failed = any(_failed(s) for s in init)
+    if policy == "Never" and init_failed:
+        return "Failed"
+    if not all(_succeeded(s) for s in init):
+        return "Pending"
+    running = waiting = stopped = succeeded = 0
+    for s in app:
+        if s.state.running is not None:
+            running += 1
+        elif s.state.terminated is not None or (s.state.waiting is not None and s.last_state.terminated is not None):
+            stopped += 1
+            term = s.state.terminated or s.last_state.terminated
+            succeeded += term is not None and term.exit_code == 0
+        else:
+            waiting += 1
+    if waiting:
+        return "Pending"
+    if running:
+        return "Running"
+    if stopped:
+        if policy == "Always":
+            return "Running"
+        if stopped == succeeded:
+            return "Succeeded"
+        return "Failed" if policy == "Never" or _all_terminated(app) else "Running"
+    return "Pending"
+
+
+def _succeeded(s: ContainerStatus) -> bool:
+    return s.state.terminated is not None and s.state.terminated.exit_code == 0
+
+
+def _failed(s: ContainerStatus) -> bool:
+    return s.state.terminated is not None and s.state.terminated.exit_code != 0
+
+
+def _all_terminated(statuses: Sequence[ContainerStatus]) -> bool:
+    return all(s.state.terminated is not None for s in statuses)
+
+
+def _condition(kind: str, ok: bool, reason: str = "", message: str = "") -> PodCondition:
+    return PodCondition(type=kind, status="True" if ok else "False", reason="" if ok else reason,
+                        message="" if ok else message)
+
+
+def conditions(
+    view: PodView, init: Sequence[ContainerStatus], app: Sequence[ContainerStatus], pod_phase: str
+) -> list[PodCondition]:
+    initialized = all(_succeeded(s) for s in init)
+    not_ready = [s.name for s in app if not s.ready]
+    terminal = pod_phase in ("Succeeded", "Failed")
+    ready_reason = "PodCompleted" if terminal else "ContainersNotReady"
+    ready_message = "" if terminal else f"containers with unready status: [{' '.join(not_ready)}]"
+    init_message = f"containers with incomplete status: [{' '.join(s.name for s in init if not _succeeded(s))}]"
+    return [
+        _condition("PodReadyToStartContainers", view.sandbox_ready and not terminal),
+        _condition("Initialized", initialized, "ContainersNotInitialized", init_message),
+        _condition("Ready", not not_ready and not terminal, ready_reason, ready_message),
+        _condition("ContainersReady", not not_ready and not terminal, ready_reason, ready_message),
+        _condition("PodScheduled", True),
+    ]
+
+
+def _carry_transitions(new: list[PodCondition], old: Sequence[PodCondition], now: dt.datetime) -> None:
+    before = {c.type: c for c in old}
+    for cond in new:
+        prior = before.get(cond.type)
+        same = prior is not None and prior.status == cond.status
+        cond.last_transition_time = prior.last_transition_time if same and prior is not None else now
+
+
+def pod_status(
+    pod: Pod,
+    view: PodView,
+    waiting: Mapping[str, tuple[str, str]],
+    node_ip: str,
+    start_time: dt.datetime | None,
+    previous: PodStatus | None,
+    now: dt.datetime,
+) -> PodStatus:
+    init = [container_status(c, view, waiting.get(c.name)) for c in pod.spec.init_containers]
+    app = [container_status(c, view, waiting.get(c.name)) for c in pod.spec.containers]
+    pod_phase = phase(pod, init, app)
+    conds = conditions(view, init, app, pod_phase)
+    _carry_transitions(conds, previous.conditions if previous is not None else (), now.replace(microsecond=0))
+    return PodStatus(
+        phase=pod_phase, conditions=conds, host_ip=node_ip, host_ips=[HostIP(ip=node_ip)],
+        pod_ip=node_ip, pod_ips=[PodIP(ip=node_ip)], start_time=start_time,
+        init_container_statuses=init, container_statuses=app, qos_class=qos_class(pod),
+    )
+
+
+def rejected_status(reason: str, message: str, now: dt.datetime) -> PodStatus:
+    """The status of a pod refused at admission (e.g. OutOfpods): Failed, never started."""
+    return PodStatus(phase="Failed", reason=reason, message=message, start_time=now.replace(microsecond=0))
