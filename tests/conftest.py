@@ -15,7 +15,10 @@ def start_agent(tmp_path: Path) -> Iterator[Callable[..., Agent]]:
     """Start in-process agents with `agent_args(tmp_path, *extra)`; all are stopped afterwards."""
     agents: list[Agent] = []
 
-    def start(*extra: str, clock: object = None, read_only: bool = True) -> Agent:
+    def start(*extra: str, clock: object = None, read_only: bool = True, manifests: bool = False) -> Agent:
+        if manifests:
+            (tmp_path / "manifests").mkdir(exist_ok=True)
+            extra = ("--pod-manifest-path", str(tmp_path / "manifests"), *extra)
         agent = Agent(agent_args(tmp_path, *extra, read_only=read_only), clock)  # type: ignore[arg-type]
         agents.append(agent)
         return agent

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
+import json
 import os
 import signal
 import socket
@@ -47,9 +49,11 @@ def free_port() -> int:
 
 
 def agent_args(tmp: Path, *extra: str, read_only: bool = True, healthz: bool = True) -> list[str]:
-    """Flags for an agent on random loopback ports with its state under `tmp`."""
+    """Flags for an agent on random loopback ports with its state under `tmp` and a private
+    cgroup root (removed by `purge`)."""
     secure, health, read = free_ports(3)
     args = [
+        "--cgroup-root", f"/kubeletapi-test-{tmp.name[-20:]}-{os.getpid()}",
         "--address", LOOPBACK, "--port", str(secure),
         "--healthz-bind-address", LOOPBACK, "--healthz-port", str(health if healthz else 0),
         "--read-only-port", str(read if read_only else 0),
@@ -81,6 +85,7 @@ class Agent:
     """A Kubelet built from command-line flags (the real parsing path), run in-process."""
 
     def __init__(self, args: Sequence[str], clock: Clock | None = None) -> None:
+        self.args = list(args)
         cfg, opts = configuration(list(args))
         self.kubelet = Kubelet(cfg, opts, clock)
         self._loop = LoopThread()
@@ -116,6 +121,7 @@ class Agent:
             self._loop.run(self.kubelet.stop())
         finally:
             self._loop.close()
+            purge(self.args)
 
 
 def sample(name: str, value: float, **labels: str) -> str:
@@ -128,6 +134,49 @@ def http_sample(value: float, path: str, server_type: str = "readwrite", method:
                 metric: str = "kubelet_http_requests_total") -> str:
     long_running = "true" if path in ("exec", "attach", "debug") else "false"
     return sample(metric, value, long_running=long_running, method=method, path=path, server_type=server_type)
+
+
+def purge(args: Sequence[str]) -> None:
+    """Kill every process an agent's runtime started and remove its cgroups and tmpfs mounts.
+
+    Containers outlive the agent by design, so a test that started pods must clean up itself.
+    """
+    root = Path(args[args.index("--root-dir") + 1])
+    pids: list[int] = []
+    for state in (root / "runtime" / "process" / "containers").glob("*/container.json"):
+        with contextlib.suppress(OSError, ValueError):
+            record = json.loads(state.read_text())
+            pids += [p for p in (record.get("init_pid"), record.get("app_pid"), record.get("shim_pid")) if p]
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while any(Path(f"/proc/{p}").exists() and "Z" not in _state(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    for mount in sorted((root / "pods").glob("*/volumes/*/*"), reverse=True):
+        if os.path.ismount(mount):
+            subprocess.run(["umount", "-l", str(mount)], check=False)
+    if "--cgroup-root" in args and os.geteuid() == 0:
+        remove_cgroup_tree(args[args.index("--cgroup-root") + 1])
+
+
+def _state(pid: int) -> str:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "Z"
+    return text[text.rfind(")") + 2 :].split()[0]
+
+
+def remove_cgroup_tree(cgroup_root: str) -> None:
+    from kubeletapi.cgroups import detect
+
+    for hierarchy in detect().hierarchies:
+        base = hierarchy.mount_point / cgroup_root.strip("/")
+        if base.is_dir():
+            for dirpath, _, _ in sorted(os.walk(base), key=lambda e: -len(e[0])):
+                with contextlib.suppress(OSError):
+                    Path(dirpath).rmdir()
 
 
 def tls_client_context(ca: Path, cert: tuple[Path, Path] | None = None) -> ssl.SSLContext:
@@ -229,6 +278,13 @@ class AgentProcess:
         if self.proc.poll() is None:
             return ""
         return self.proc.stdout.read() if self.proc.stdout else ""
+
+    def kill(self) -> None:
+        """SIGKILL, as an OOM killer or a crash would (containers must survive it)."""
+        self.proc.kill()
+        self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
 
     def stop(self) -> tuple[int, str]:
         if self.proc.poll() is None:

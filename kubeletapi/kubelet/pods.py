@@ -19,10 +19,11 @@ from kubeletapi.api.quantity import Quantity
 from kubeletapi.cgroups import detect, new_writer
 from kubeletapi.clock import Clock
 from kubeletapi.config import KubeletConfiguration, NodeOptions
-from kubeletapi.errors import InvalidInput, KubeletError, NotFound, StartupError
+from kubeletapi.errors import InvalidInput, KubeletError, NotFound, StartupError, Unavailable
 from kubeletapi.metrics.pods import PodMetrics
 from kubeletapi.metrics.runtime import InstrumentedRuntime
 from kubeletapi.pods.backoff import Backoff
+from kubeletapi.pods.loggc import LogGC
 from kubeletapi.pods.manager import PodManager
 from kubeletapi.pods.node import NodeEnv
 from kubeletapi.pods.pleg import PLEG
@@ -30,7 +31,7 @@ from kubeletapi.pods.sources import FileSource, PodSource, URLSource
 from kubeletapi.pods.sync import PodSyncer
 from kubeletapi.pods.volumes import PodVolumes
 from kubeletapi.runtime import types as rt
-from kubeletapi.runtime.logoptions import PodLogOptions
+from kubeletapi.runtime.logoptions import PodLogOptions, require_stream_supported
 from kubeletapi.runtime.logs import read_logs
 from kubeletapi.runtime.process.runtime import ProcessRuntime
 from kubeletapi.runtime.process.shimbuild import shim_path
@@ -82,7 +83,7 @@ class PodServices:
                            self._publish, metrics)
         self.sources = self._sources(cfg, node_name, clock)
         self.manager = PodManager(syncer, self.pleg, clock, cfg.max_pods, [name for name, _ in self.sources],
-                                  metrics)
+                                  metrics, LogGC(self.node.pod_logs_dir, clock))
         self._tasks: list[asyncio.Task[None]] = []
 
     def _publish(self, uid: str, status: Any) -> None:
@@ -133,23 +134,27 @@ class PodServices:
     def manifests(self) -> dict[str, Any]:
         return {"items": [r.to_wire() for r in self.manager.manifests()]}
 
-    def _instances(self, namespace: str, pod_name: str, container: str) -> tuple[Pod, list[rt.ContainerStatus]]:
+    async def _instances(self, namespace: str, pod_name: str, container: str) -> tuple[Pod, list[rt.ContainerStatus]]:
+        """The pod and its container's instances, newest first, asked of the runtime now (the
+        PLEG cache can lag a second behind a container that /pods already shows running)."""
         pod = self.manager.find(namespace, pod_name)
         if pod is None:
             raise NotFound(f'pod "{pod_name}" does not exist\n')
         if container not in {c.name for c in pod.spec.all_containers()}:
             raise NotFound(f'container "{container}" not found in pod "{pod_name}"\n')
-        _, containers = self.manager.runtime_view().get(pod.metadata.uid, ((), ()))
-        found = sorted((c for c in containers if c.name == container), key=lambda c: c.attempt, reverse=True)
-        return pod, found
+        sandboxes = {s.id for s in await self.runtime.list_pod_sandboxes() if s.meta.uid == pod.metadata.uid}
+        found = [c for c in await self.runtime.list_containers() if c.sandbox_id in sandboxes and c.name == container]
+        return pod, sorted(found, key=lambda c: c.attempt, reverse=True)
 
     async def container_logs(self, namespace: str, pod_name: str, container: str,
                              opts: PodLogOptions, clock: Clock) -> AsyncIterator[bytes]:
-        _, instances = self._instances(namespace, pod_name, container)
+        _, instances = await self._instances(namespace, pod_name, container)
+        require_stream_supported(opts)  # after the lookups, before a file is opened (as the kubelet)
         index = 1 if opts.previous else 0
         if len(instances) <= index:
-            which = "previous terminated" if opts.previous else "the"
-            raise InvalidInput(f'{which} container "{container}" in pod "{pod_name}" is not available')
+            if opts.previous:
+                raise InvalidInput(f'previous terminated container "{container}" in pod "{pod_name}" not found')
+            raise InvalidInput(f'container "{container}" in pod "{pod_name}" is waiting to start')
         instance = instances[index]
 
         async def running() -> bool:
@@ -162,14 +167,20 @@ class PodServices:
 
     async def run_in_container(self, namespace: str, pod_name: str, uid: str | None, container: str,
                                cmd: Sequence[str]) -> bytes:
+        """The kubelet's RunInContainer: the running container by name, its combined output; a
+        non-zero exit is an error. (Unlike the kubelet, a UID that is not the pod's is refused.)"""
         pod = self.manager.find(namespace, pod_name)
         if pod is None or (uid and pod.metadata.uid != uid):
             raise NotFound("pod does not exist")
-        _, instances = self._instances(namespace, pod_name, container)
-        live = [c for c in instances if c.state is rt.ContainerState.RUNNING]
+        sandboxes = {s.id for s in await self.runtime.list_pod_sandboxes() if s.meta.uid == pod.metadata.uid}
+        live = [c for c in await self.runtime.list_containers()
+                if c.sandbox_id in sandboxes and c.name == container and c.state is rt.ContainerState.RUNNING]
         if not live:
-            raise InvalidInput(f'container "{container}" is not running')
+            raise Unavailable(f'container not found ("{container}")')
         result = await self.runtime.exec_sync(live[0].id, cmd, RUN_TIMEOUT_S)
+        if result.exit_code != 0:
+            stderr = result.stderr.decode(errors="replace")
+            raise Unavailable(f"command '{' '.join(cmd)}' exited with {result.exit_code}: {stderr}")
         return result.stdout + result.stderr
 
     def log_dirs(self) -> list[tuple[str, str, str, str, Path]]:

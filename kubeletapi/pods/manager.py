@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 from collections.abc import Sequence
@@ -19,7 +20,9 @@ from typing import Protocol
 
 from kubeletapi.api.core_v1 import Container, ObjectMeta, Pod, PodSpec, PodStatus
 from kubeletapi.clock import Clock
+from kubeletapi.pods.loggc import LogGC
 from kubeletapi.pods.pleg import PLEG
+from kubeletapi.pods.qos import qos_class
 from kubeletapi.pods.sources import ManifestResult, PodUpdate
 from kubeletapi.pods.status import rejected_status
 from kubeletapi.pods.sync import PodSyncer
@@ -27,6 +30,7 @@ from kubeletapi.pods.workers import PodWorkers
 from kubeletapi.runtime import types as rt
 
 log = logging.getLogger(__name__)
+GC_EVERY = 60  # housekeeping ticks (about a minute) between log garbage collections
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,7 @@ class PodManager:
         max_pods: int,
         sources: Sequence[str],
         observer: ManagerObserver | None = None,
+        log_gc: LogGC | None = None,
     ) -> None:
         self._syncer = syncer
         self._pleg = pleg
@@ -77,6 +82,8 @@ class PodManager:
         self._manifests: list[ManifestRecord] = []
         self._killing: dict[str, Pod] = {}
         self._orphans_killing: set[str] = set()
+        self._log_gc = log_gc
+        self._ticks = 0
 
     # --- sources -------------------------------------------------------------------------------
     def apply(self, update: PodUpdate) -> None:
@@ -149,7 +156,7 @@ class PodManager:
 
     def _failed(self, pod: Pod, reason: str, message: str) -> Pod:
         now = dt.datetime.fromtimestamp(self._clock.now(), dt.UTC)
-        return pod.model_copy(update={"status": rejected_status(reason, message, now)})
+        return pod.model_copy(update={"status": rejected_status(reason, message, now, qos_class(pod))})
 
     # --- workers -------------------------------------------------------------------------------
     def _start(self, uid: str, pod: Pod) -> None:
@@ -190,6 +197,10 @@ class PodManager:
                 self._workers.poke(uid)
         if not self._pending_sources:
             self._kill_orphans()
+        self._ticks += 1
+        if self._log_gc is not None and self._ticks % GC_EVERY == 0:
+            live = set(self._desired) | set(self._killing) | set(self._pleg.cache)
+            await asyncio.to_thread(self._log_gc.collect, live)
 
     def _kill_orphans(self) -> None:
         for uid, record in self._pleg.cache.items():

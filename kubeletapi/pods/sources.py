@@ -82,26 +82,53 @@ class FileSource:
     async def run(self, emit: Emit) -> None:
         changed = asyncio.Event()
         watcher = asyncio.create_task(self._watch(changed), name="manifest-watch")
+        # The watcher misses what happens before it is set up: re-scan soon after start (the wait
+        # doubles from 0.2 s up to fileCheckFrequency), then at fileCheckFrequency.
+        wait = min(0.2, self._period)
         try:
             while True:
                 changed.clear()
                 emit(PodUpdate("file", tuple(await asyncio.to_thread(self.scan))))
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(changed.wait(), self._period)
+                    await asyncio.wait_for(changed.wait(), wait)
+                wait = min(wait * 2, self._period)
         finally:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
 
     async def _watch(self, changed: asyncio.Event) -> None:
-        """Set `changed` on every inotify batch; while the path is missing, retry each period."""
+        """Set `changed` on every inotify batch that concerns the manifests.
+
+        A single-file (or not yet existing) path is watched through its directory: an editor's
+        save-by-rename replaces the file, and a watch on the old file would go deaf. A watched
+        directory that is removed is watched again once it exists anew. The periodic re-scan
+        covers the moments in between.
+        """
+        loop = asyncio.get_running_loop()
         while True:
-            try:
-                async for _ in watchfiles.awatch(self._path, debounce=400, step=20, recursive=False):
+            single = not self._path.is_dir()
+            target = self._path.parent if single else self._path
+            if target.is_dir():
+                # Once the new watch is armed, re-scan what the change of watch may have missed.
+                loop.call_later(0.1, changed.set)
+                if await self._watch_once(target, str(self._path) if single else None, changed):
+                    continue  # re-arm at once: the watched path changed kind or went away
+            await asyncio.sleep(min(self._period, 1.0))
+
+    async def _watch_once(self, target: Path, only: str | None, changed: asyncio.Event) -> bool:
+        """Watch until the watch must be re-armed (True) or cannot run (False)."""
+        try:
+            async for batch in watchfiles.awatch(target, debounce=400, step=20, recursive=False):
+                if only is None or any(path == only for _, path in batch):
                     changed.set()
-            except (FileNotFoundError, OSError, RuntimeError) as exc:
-                log.debug("cannot watch %s (%s); relying on the periodic re-scan", self._path, exc)
-            await asyncio.sleep(self._period)
+                if any(kind == watchfiles.Change.deleted and path == str(target) for kind, path in batch):
+                    return True  # the directory itself went away
+                if only is not None and self._path.is_dir():
+                    return True  # the path appeared as a directory: watch inside it
+        except (FileNotFoundError, OSError, RuntimeError) as exc:
+            log.debug("cannot watch %s (%s); relying on the periodic re-scan", target, exc)
+        return False
 
     def scan(self) -> list[ManifestResult]:
         """Read every manifest now (blocking: called in a thread)."""
@@ -133,6 +160,8 @@ class FileSource:
             return ManifestResult(origin, error=f"{origin}: {exc.strerror}")
         if stat.S_ISDIR(info.st_mode):
             return None  # the kubelet does not recurse
+        if not stat.S_ISREG(info.st_mode):  # a FIFO or device would block or never end
+            return ManifestResult(origin, error=f"{origin}: not a regular file")
         version = (info.st_ino, info.st_mtime_ns, info.st_size)
         cached = self._cache.get(origin)
         if cached is not None and cached[0] == version:

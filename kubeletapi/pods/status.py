@@ -76,6 +76,8 @@ def container_status(
 ) -> ContainerStatus:
     latest, previous = view.latest(spec.name), view.previous(spec.name)
     status = ContainerStatus(name=spec.name, image=spec.image, image_id="", ready=False, restart_count=0)
+    if latest is not None:
+        status.image_id = latest.image_ref  # the runtime's image reference ("" for the process runtime)
     if latest is None:
         reason, message = waiting or ("ContainerCreating", "")
         status.state = ContainerState(waiting=ContainerStateWaiting(reason=reason, message=message))
@@ -114,9 +116,9 @@ def phase(pod: Pod, init: Sequence[ContainerStatus], app: Sequence[ContainerStat
         if s.state.running is not None:
             running += 1
         elif s.state.terminated is not None or (s.state.waiting is not None and s.last_state.terminated is not None):
-            stopped += 1
-            term = s.state.terminated or s.last_state.terminated
-            succeeded += term is not None and term.exit_code == 0
+            stopped += 1  # a container waiting to restart after an exit counts as stopped...
+            succeeded += _succeeded(s)  # ...but only a current exit 0 counts as succeeded
+
         else:
             waiting += 1
     if waiting:
@@ -128,7 +130,7 @@ def phase(pod: Pod, init: Sequence[ContainerStatus], app: Sequence[ContainerStat
             return "Running"
         if stopped == succeeded:
             return "Succeeded"
-        return "Failed" if policy == "Never" or _all_terminated(app) else "Running"
+        return "Failed" if policy == "Never" else "Running"  # OnFailure: a restart is coming
     return "Pending"
 
 
@@ -140,12 +142,8 @@ def _failed(s: ContainerStatus) -> bool:
     return s.state.terminated is not None and s.state.terminated.exit_code != 0
 
 
-def _all_terminated(statuses: Sequence[ContainerStatus]) -> bool:
-    return all(s.state.terminated is not None for s in statuses)
-
-
-def _condition(kind: str, ok: bool, reason: str = "", message: str = "") -> PodCondition:
-    return PodCondition(type=kind, status="True" if ok else "False", reason="" if ok else reason,
+def _condition(kind: str, ok: bool, reason: str = "", message: str = "", ok_reason: str = "") -> PodCondition:
+    return PodCondition(type=kind, status="True" if ok else "False", reason=ok_reason if ok else reason,
                         message="" if ok else message)
 
 
@@ -155,12 +153,13 @@ def conditions(
     initialized = all(_succeeded(s) for s in init)
     not_ready = [s.name for s in app if not s.ready]
     terminal = pod_phase in ("Succeeded", "Failed")
-    ready_reason = "PodCompleted" if terminal else "ContainersNotReady"
+    ready_reason = {"Succeeded": "PodCompleted", "Failed": "PodFailed"}.get(pod_phase, "ContainersNotReady")
     ready_message = "" if terminal else f"containers with unready status: [{' '.join(not_ready)}]"
     init_message = f"containers with incomplete status: [{' '.join(s.name for s in init if not _succeeded(s))}]"
     return [
         _condition("PodReadyToStartContainers", view.sandbox_ready and not terminal),
-        _condition("Initialized", initialized, "ContainersNotInitialized", init_message),
+        _condition("Initialized", initialized, "ContainersNotInitialized", init_message,
+                   ok_reason="PodCompleted" if init and pod_phase == "Succeeded" else ""),
         _condition("Ready", not not_ready and not terminal, ready_reason, ready_message),
         _condition("ContainersReady", not not_ready and not terminal, ready_reason, ready_message),
         _condition("PodScheduled", True),
@@ -185,6 +184,8 @@ def pod_status(
     now: dt.datetime,
 ) -> PodStatus:
     init = [container_status(c, view, waiting.get(c.name)) for c in pod.spec.init_containers]
+    for status in init:  # as the kubelet's prober marks it: a completed init container is ready
+        status.ready = _succeeded(status)
     app = [container_status(c, view, waiting.get(c.name)) for c in pod.spec.containers]
     pod_phase = phase(pod, init, app)
     conds = conditions(view, init, app, pod_phase)
@@ -196,6 +197,8 @@ def pod_status(
     )
 
 
-def rejected_status(reason: str, message: str, now: dt.datetime) -> PodStatus:
-    """The status of a pod refused at admission (e.g. OutOfpods): Failed, never started."""
-    return PodStatus(phase="Failed", reason=reason, message=message, start_time=now.replace(microsecond=0))
+def rejected_status(reason: str, message: str, now: dt.datetime, qos: str = "") -> PodStatus:
+    """The status of a pod refused at admission (e.g. OutOfpods): Failed, never started (the
+    kubelet's rejectPod prefixes the message)."""
+    return PodStatus(phase="Failed", reason=reason, message=f"Pod was rejected: {message}",
+                     start_time=now.replace(microsecond=0), qos_class=qos)

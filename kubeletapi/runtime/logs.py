@@ -22,6 +22,7 @@ when following ends; only the CRI format is read (not Docker JSON).
 from __future__ import annotations
 
 import asyncio
+import glob
 import inspect
 import logging
 import os
@@ -271,13 +272,34 @@ class _Source:
             self.pending = b""
 
     def reopen(self) -> None:
+        """Move on to the next file: a file rotated after ours if any (several rotations may have
+        happened between two polls), else the current one."""
+        nxt = self._next_rotated() or self.path
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = os.open(nxt, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
             return  # gone again between stat and open: keep the old file, look again later
         os.close(self.fd)
         self.fd = fd
         self.stats.rotations += 1
+
+    def _next_rotated(self) -> str | None:
+        """The oldest rotated file (`<path>.<YYYYMMDD-HHMMSS>`, names sort in rotation order) that
+        came after the one open now; None when ours was the last rotated one."""
+        mine = os.fstat(self.fd)
+        rotated = sorted(glob.glob(glob.escape(self.path) + ".*"))
+        stats = []
+        for name in rotated:
+            try:
+                stats.append((name, os.stat(name)))
+            except FileNotFoundError:
+                continue
+        for index, (_, st) in enumerate(stats):
+            if (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino):
+                return stats[index + 1][0] if index + 1 < len(stats) else None
+        # Ours was pruned meanwhile: continue with what was rotated after it was last written.
+        later = [name for name, st in stats if st.st_mtime_ns >= mine.st_mtime_ns]
+        return later[0] if later else None
 
     def close(self) -> None:
         if self.fd >= 0:

@@ -1,4 +1,5 @@
-"""`make run` (scripts/run.sh): it starts the agent and every command it prints works."""
+"""`make run` (scripts/run.sh): it starts the agent with the example pods, every command it prints
+works, and Ctrl-C removes the pods before stopping the agent."""
 
 from __future__ import annotations
 
@@ -10,12 +11,35 @@ import subprocess
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
-from tests.helpers import free_ports
+from tests.helpers import free_ports, purge
+from tests.podtools import wait_for
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def read_until_banner(proc: subprocess.Popen[str], timeout: float = 30) -> list[str]:
+    assert proc.stdout is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if "Press Ctrl-C to stop." in line:
+            break
+    return lines
+
+
+def examples_settled(read_only: int) -> bool:
+    """All four example pods are listed and each container has started at least once."""
+    items = httpx.get(f"http://127.0.0.1:{read_only}/pods", timeout=5).json()["items"]
+    statuses = [s for p in items for s in p["status"].get("containerStatuses", [])]
+    return len(items) == 4 and len(statuses) == 4 and all(s.get("containerID") for s in statuses)
 
 
 def test_run_script_prints_working_commands(tmp_path: Path) -> None:
@@ -25,23 +49,18 @@ def test_run_script_prints_working_commands(tmp_path: Path) -> None:
         "KUBELETAPI_PORT": str(secure), "KUBELETAPI_READ_ONLY_PORT": str(read_only),
         "KUBELETAPI_HEALTHZ_PORT": str(healthz), "KUBELETAPI_CERT_DIR": str(tmp_path / "certs"),
         "KUBELETAPI_RUN_DIR": str(tmp_path / "run"),
+        "KUBELETAPI_CGROUP_ROOT": f"/kubeletapi-test-run-{os.getpid()}",
     }
+    state = ["--root-dir", str(tmp_path / "run" / "root"), "--cgroup-root", env["KUBELETAPI_CGROUP_ROOT"]]
     proc = subprocess.Popen([str(ROOT / "scripts" / "run.sh")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, env=env, start_new_session=True)
     lines: list[str] = []
     try:
-        assert proc.stdout is not None
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            if "Press Ctrl-C to stop." in line:
-                break
+        lines = read_until_banner(proc)
         assert any("Press Ctrl-C" in line for line in lines), "".join(lines)
+        wait_for(lambda: examples_settled(read_only), timeout=30, what="the example pods")
         commands = [line.strip() for line in lines if line.strip().startswith(("curl ", "kubectl "))]
-        assert len(commands) == 5, commands
+        assert len(commands) == 6, commands
         for command in commands:
             argv = shlex.split(command)
             if argv[0] == "kubectl" and shutil.which("kubectl") is None:
@@ -52,7 +71,7 @@ def test_run_script_prints_working_commands(tmp_path: Path) -> None:
     finally:
         os.killpg(proc.pid, signal.SIGINT)
         try:
-            proc.wait(30)
+            proc.wait(60)
             lines += proc.stdout.readlines() if proc.stdout else []
         finally:
             if proc.poll() is None:
@@ -60,5 +79,9 @@ def test_run_script_prints_working_commands(tmp_path: Path) -> None:
                 proc.wait()
             if proc.stdout is not None:
                 proc.stdout.close()
-    assert proc.returncode == 130, "".join(lines)  # interrupted by Ctrl-C...
-    assert "Shutting down" in "".join(lines)  # ...after the agent stopped cleanly
+            leftovers = list((tmp_path / "run" / "root" / "runtime" / "process" / "containers").glob("*"))
+            purge(state)
+    out = "".join(lines)
+    assert proc.returncode == 130, out  # interrupted by Ctrl-C...
+    assert "Removing the example pods" in out and "Shutting down" in out  # ...pods removed, agent stopped
+    assert leftovers == [], "make run left containers behind"

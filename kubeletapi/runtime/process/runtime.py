@@ -382,7 +382,7 @@ class ProcessRuntime:
         cfg = record.config
         return ContainerStatus(
             id=record.id, sandbox_id=record.sandbox_id, name=cfg.name, attempt=cfg.attempt, state=state,
-            image=cfg.image, image_ref=cfg.image, created_at=record.created_at, started_at=record.started_at,
+            image=cfg.image, image_ref="", created_at=record.created_at, started_at=record.started_at,
             finished_at=record.finished_at, exit_code=record.exit_code, signal=record.signal,
             reason=record.reason, message=record.message, log_path=record.log_path,
             pid=record.app_pid if state is ContainerState.RUNNING else 0,

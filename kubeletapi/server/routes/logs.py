@@ -11,7 +11,7 @@ from fastapi import FastAPI, Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 
 from kubeletapi.errors import KubeletError, NotFound
-from kubeletapi.runtime.logoptions import PodLogOptionsError, decode_pod_log_options, require_stream_supported
+from kubeletapi.runtime.logoptions import PodLogOptionsError, decode_pod_log_options
 from kubeletapi.server.host import Host
 from kubeletapi.server.routing import authz
 
@@ -22,7 +22,6 @@ async def container_logs(request: Request, namespace: str, pod: str, container: 
     try:
         opts = decode_pod_log_options(request.query_params.multi_items())
         stream = await host.container_logs(namespace, pod, container, opts)
-        require_stream_supported(opts)
     except PodLogOptionsError as exc:
         return Response(exc.body, exc.status, media_type="text/plain; charset=utf-8")
     except NotFound as exc:

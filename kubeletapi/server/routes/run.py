@@ -1,7 +1,8 @@
 """/run/{namespace}/{pod}[/{uid}]/{container}?cmd=...: run a command in a container (POST).
 
 As the kubelet: `cmd` is split on spaces, the output is returned raw with Content-Type
-application/json (a kubelet quirk), an unknown pod is 404 `pod does not exist`.
+application/json (a kubelet quirk), an unknown pod is 404 `pod does not exist`, and any other
+failure (no such running container, a non-zero exit) is 500 with the error text.
 """
 
 from __future__ import annotations

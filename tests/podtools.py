@@ -1,0 +1,77 @@
+"""Helpers for tests that run real pods through a real agent."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+
+from tests.helpers import Agent
+
+T = TypeVar("T")
+
+
+def manifest(name: str, containers: str, spec_extra: str = "", init: str = "") -> str:
+    """A Pod manifest; `containers` (and `init`) are YAML list items indented for `spec:`."""
+    text = f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n"
+    if spec_extra:
+        text += textwrap.indent(textwrap.dedent(spec_extra).strip() + "\n", "  ")
+    if init:
+        text += "  initContainers:\n" + textwrap.indent(textwrap.dedent(init).strip() + "\n", "  ")
+    return text + "  containers:\n" + textwrap.indent(textwrap.dedent(containers).strip() + "\n", "  ")
+
+
+def container(name: str, command: list[str], extra: str = "") -> str:
+    """One container list item (image busybox; the process runtime runs `command` on the host)."""
+    cmd = ", ".join(json.dumps(c) for c in command)  # JSON strings are YAML double-quoted strings
+    body = f"- name: {name}\n  image: busybox:1.36\n  command: [{cmd}]\n"
+    if extra:
+        body += textwrap.indent(textwrap.dedent(extra).strip() + "\n", "  ")
+    return body
+
+
+def write(manifests: Path, filename: str, text: str) -> Path:
+    """Write atomically (rename), as editors and config management do."""
+    manifests.mkdir(parents=True, exist_ok=True)
+    tmp = manifests / f".{filename}.tmp"
+    tmp.write_text(text)
+    target = manifests / filename
+    tmp.rename(target)
+    return target
+
+
+def pods(agent: Agent) -> dict[str, dict[str, Any]]:
+    """name -> pod, from the read-only /pods."""
+    items = httpx.get(agent.url("read-only", "/pods"), timeout=10).json()["items"]
+    return {p["metadata"]["name"]: p for p in items}
+
+
+def wait_for(check: Callable[[], T | None], timeout: float = 20, interval: float = 0.05, what: str = "") -> T:
+    """Poll `check` until it returns something truthy."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what or check}; last: {last!r}")
+
+
+def status_of(pod: dict[str, Any], container_name: str) -> dict[str, Any]:
+    statuses = pod["status"].get("initContainerStatuses", []) + pod["status"].get("containerStatuses", [])
+    return next(s for s in statuses if s["name"] == container_name)
+
+
+def running(agent: Agent, name: str, node: str = "testnode") -> dict[str, Any] | None:
+    """The pod when every container runs, else None."""
+    pod = pods(agent).get(f"{name}-{node}")
+    if pod is None or pod["status"].get("phase") != "Running":
+        return None
+    statuses = pod["status"].get("containerStatuses", [])
+    return pod if statuses and all("running" in s["state"] for s in statuses) else None
