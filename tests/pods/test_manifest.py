@@ -1053,3 +1053,17 @@ def test_wire_round_trip_is_stable() -> None:
 def test_python_names_work_for_construction() -> None:
     port = ContainerPort(container_port=80, host_ip="0.0.0.0")
     assert port.to_wire() == {"containerPort": 80, "hostIP": "0.0.0.0"}
+
+
+def test_pod_list_items_need_no_type_meta() -> None:
+    """Like Go decoding a v1.PodList: the list's kind types its items; a wrong item kind is still an error."""
+    from kubeletapi.pods.manifest import decode_pod_list
+
+    def item(name: str) -> str:
+        return '{"metadata":{"name":"' + name + '"},"spec":{"containers":[{"name":"c","image":"busybox"}]}}'
+
+    body = '{"kind":"PodList","apiVersion":"v1","items":[' + item("a") + "," + item("b") + "]}"
+    assert [p.metadata.name for p in decode_pod_list(body.encode(), "u")] == ["a", "b"]
+    wrong = body.replace('{"metadata":{"name":"b"}', '{"kind":"Service","metadata":{"name":"b"}')
+    with pytest.raises(Exception, match=r"items\[1\]\.kind: Unsupported value"):
+        decode_pod_list(wrong.encode(), "u")

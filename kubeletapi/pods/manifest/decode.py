@@ -53,7 +53,11 @@ def decode_pod_list(data: bytes, source: str) -> list[Pod]:
     return pods
 
 
-def _type_meta(doc: dict[str, Any], kind: str, prefix: str) -> list[str]:
+def _type_meta(doc: dict[str, Any], kind: str, prefix: str, optional: bool = False) -> list[str]:
+    """kind/apiVersion checks; `optional` for PodList items, which need no TypeMeta (the list's
+    own kind and apiVersion type them, as Go decodes a v1.PodList)."""
+    if optional:
+        doc = {"kind": kind, "apiVersion": "v1", **{k: v for k, v in doc.items() if v not in ("", None)}}
     problems = []
     if "kind" not in doc or doc["kind"] in ("", None):
         problems.append(f"{prefix}kind: Required value")
@@ -72,7 +76,7 @@ def _pod_from_document(doc: Any, prefix: str) -> tuple[Pod | None, list[str]]:
     """(pod, problems): the pod is None unless there are no problems at all."""
     if not isinstance(doc, dict):
         return None, [f"{prefix or '<document>'}: Invalid value: {go_value(doc)}: must be a Pod object"]
-    problems = _type_meta(doc, "Pod", prefix)
+    problems = _type_meta(doc, "Pod", prefix, optional=bool(prefix))
     try:
         pod = _validate(doc)
     except ValidationError as err:
