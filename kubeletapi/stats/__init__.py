@@ -1,0 +1,1 @@
+"""Statistics: node and container readers, the housekeeping sampler and the summary builder."""
