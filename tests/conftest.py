@@ -10,6 +10,16 @@ import pytest
 from tests.helpers import Agent, agent_args
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true", default=False,
+                     help="rewrite tests/testdata/golden/* from the current output instead of comparing")
+
+
+@pytest.fixture
+def update_golden(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-golden"))
+
+
 @pytest.fixture
 def start_agent(tmp_path: Path) -> Iterator[Callable[..., Agent]]:
     """Start in-process agents with `agent_args(tmp_path, *extra)`; all are stopped afterwards."""

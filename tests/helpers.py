@@ -99,6 +99,10 @@ class Agent:
     def certs(self) -> Path:
         return self.kubelet.opts.effective_cert_dir
 
+    def run(self, coro: object, timeout: float = 30) -> object:
+        """Run a coroutine on the agent's loop (e.g. a housekeeping cycle now)."""
+        return self._loop.run(coro, timeout)
+
     def url(self, listener: str = "secure", path: str = "/") -> str:
         scheme = "https" if listener == "secure" else "http"
         return f"{scheme}://{LOOPBACK}:{self.kubelet.port(listener)}{path}"

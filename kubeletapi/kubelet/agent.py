@@ -24,8 +24,10 @@ from kubeletapi.config import KubeletConfiguration, NodeOptions, redacted
 from kubeletapi.health import HealthCheck, LogFlushMonitor, PingCheck, SyncLoopCheck
 from kubeletapi.kubelet.pods import PodServices
 from kubeletapi.kubelet.security import SecurityWiring, tls_files
+from kubeletapi.kubelet.stats import StatsServices
 from kubeletapi.metrics.kubelet import KubeletMetrics
 from kubeletapi.metrics.pods import LogUsageCollector, PodMetrics
+from kubeletapi.metrics.probes import ProbeMetrics
 from kubeletapi.metrics.spec import new_registry
 from kubeletapi.pki import NodePKI
 from kubeletapi.runtime.logoptions import PodLogOptions
@@ -63,7 +65,8 @@ class Kubelet:
             self._log_monitor,
             SyncLoopCheck(self.clock, cfg.sync_frequency.seconds, lambda: self._sync_entry),
         ]
-        self._registries: dict[str, CollectorRegistry] = {"metrics": new_registry()}
+        self._registries: dict[str, CollectorRegistry] = {"metrics": new_registry(), "probes": new_registry()}
+        self.stats: StatsServices | None = None
 
     # --- Host ---------------------------------------------------------------------------------
     @property
@@ -80,6 +83,12 @@ class Kubelet:
 
     def metrics_registry(self, endpoint: str) -> CollectorRegistry:
         return self._registries[endpoint]
+
+    def stats_metrics(self, endpoint: str, gzipped: bool) -> bytes:
+        return self._stats().metrics(endpoint, gzipped)
+
+    def stats_summary(self, only_cpu_and_memory: bool) -> bytes:
+        return self._stats().summary(only_cpu_and_memory)
 
     def pod_list(self) -> Mapping[str, Any]:
         return self._pods().pod_list()
@@ -104,6 +113,10 @@ class Kubelet:
         assert self.pods is not None, "the agent is not started"
         return self.pods
 
+    def _stats(self) -> StatsServices:
+        assert self.stats is not None, "the agent is not started"
+        return self.stats
+
     # --- lifecycle ----------------------------------------------------------------------------
     async def start(self) -> None:
         """Build, bind and serve everything; on failure nothing is left running."""
@@ -111,11 +124,14 @@ class Kubelet:
             metrics = PodMetrics(self._registries["metrics"])
             self.pods = PodServices(self.cfg, self.opts, self.node_name, str(self.node_ips[0]), self.clock, metrics)
             self._registries["metrics"].register(LogUsageCollector(self.pods.log_dirs))
+            self.stats = StatsServices(self.cfg, self.opts, self.node_name, self.clock, self.pods)
+            ProbeMetrics(self._registries["probes"], self.stats.collector.cfg.agent_start_ns / 1e9)
             for spec in self._listener_specs():
                 self.listeners[spec.name] = Listener(spec)
             for listener in self.listeners.values():
                 await listener.start()
             await self.pods.start()
+            await self.stats.start()
         except BaseException:
             await self.stop()
             raise
@@ -132,6 +148,8 @@ class Kubelet:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks.clear()
+        if self.stats is not None:
+            await self.stats.stop()
         if self.pods is not None:
             await self.pods.stop()
         await asyncio.gather(*(listener.stop() for listener in self.listeners.values()))

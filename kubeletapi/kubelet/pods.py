@@ -35,6 +35,7 @@ from kubeletapi.runtime.logoptions import PodLogOptions, require_stream_supporte
 from kubeletapi.runtime.logs import read_logs
 from kubeletapi.runtime.process.runtime import ProcessRuntime
 from kubeletapi.runtime.process.shimbuild import shim_path
+from kubeletapi.stats.inventory import ContainerRef, PodRef, VolumeRef
 
 log = logging.getLogger(__name__)
 RUN_TIMEOUT_S = 120.0
@@ -77,6 +78,7 @@ class PodServices:
         )
         if not isolated:
             log.warning("not running as root: pods get no cgroups, namespaces or volume mounts")
+        self.process_runtime = runtime
         self.runtime = InstrumentedRuntime(runtime, metrics)
         self.pleg = PLEG(self.runtime, clock, metrics)
         syncer = PodSyncer(self.runtime, self.node, clock, Backoff(clock), PodVolumes(self.node),
@@ -182,6 +184,52 @@ class PodServices:
             stderr = result.stderr.decode(errors="replace")
             raise Unavailable(f"command '{' '.join(cmd)}' exited with {result.exit_code}: {stderr}")
         return result.stdout + result.stderr
+
+    # --- stats Inventory --------------------------------------------------------------------------
+    def pods(self) -> list[PodRef]:
+        """Pods with a ready sandbox, as the stats provider reports them (sorted by namespace/name)."""
+        specs = {p.metadata.uid: p for p in self.manager.pods()}
+        out = []
+        for uid, (sandboxes, containers) in self.manager.runtime_view().items():
+            ready = [s for s in sandboxes if s.state is rt.SandboxState.READY]
+            if not ready:
+                continue
+            sandbox = max(ready, key=lambda s: s.created_at)
+            refs = tuple(sorted(
+                (self._container_ref(sandbox, c) for c in containers if c.sandbox_id == sandbox.id),
+                key=lambda c: (c.name, -c.created_ns),
+            ))
+            spec = specs.get(uid)
+            out.append(PodRef(
+                uid=uid, name=sandbox.meta.name, namespace=sandbox.meta.namespace, created_ns=sandbox.created_at,
+                cgroup=sandbox.cgroup_parent if self.node.isolated else "",
+                log_dir=Path(sandbox.log_directory) if sandbox.log_directory else None,
+                containers=refs, volumes=self._volume_refs(spec) if spec is not None else (),
+            ))
+        return sorted(out, key=lambda p: (p.namespace, p.name, p.uid))
+
+    def runtime_pids(self) -> list[int]:
+        return self.process_runtime.shim_pids()
+
+    def _container_ref(self, sandbox: rt.Sandbox, c: rt.ContainerStatus) -> ContainerRef:
+        running = c.state is rt.ContainerState.RUNNING
+        cgroup = f"{sandbox.cgroup_parent}/{c.id}" if self.node.isolated and sandbox.cgroup_parent else ""
+        return ContainerRef(
+            name=c.name, id=c.id, image=c.image, created_ns=c.created_at, started_ns=c.started_at,
+            running=running, cgroup=cgroup, pid=c.pid if running else 0,
+            log_dir=Path(c.log_path).parent if c.log_path else None,
+        )
+
+    def _volume_refs(self, pod: Pod) -> tuple[VolumeRef, ...]:
+        refs = []
+        for volume in pod.spec.volumes or []:
+            if volume.empty_dir is not None:
+                path = self.node.pod_dir(pod.metadata.uid) / "volumes" / "kubernetes.io~empty-dir" / volume.name
+                kind = "emptyDir-memory" if volume.empty_dir.medium == "Memory" else "emptyDir"
+                refs.append(VolumeRef(volume.name, path, kind))
+            elif volume.host_path is not None:
+                refs.append(VolumeRef(volume.name, Path(volume.host_path.path), "hostPath"))
+        return tuple(refs)
 
     def log_dirs(self) -> list[tuple[str, str, str, str, Path]]:
         """(uid, namespace, pod, container, log dir) of every container the runtime has."""

@@ -29,7 +29,7 @@ from kubeletapi.server.instrumentation import (
     InstrumentationMiddleware,
 )
 from kubeletapi.server.proxy_alias import ProxyAliasMiddleware
-from kubeletapi.server.routes import configz, debug_disabled, healthz, logs, metrics, openapi, pods, run
+from kubeletapi.server.routes import configz, debug_disabled, healthz, logs, metrics, openapi, pods, run, stats
 
 Role = Literal["secure", "readonly"]
 TITLE = "kubeletapi"
@@ -56,6 +56,7 @@ def api(host: Host, role: Role, debugging_handlers: bool = True) -> FastAPI:
     # the auth middleware and the route-walking test read each route's declaration.
     healthz.install(app, host.health_checks())
     pods.install_pods(app)
+    stats.install(app)
     metrics.install(app)
     if role == "secure" and debugging_handlers:
         pods.install_debugging(app)

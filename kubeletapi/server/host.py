@@ -28,7 +28,16 @@ class Host(Protocol):
         ...
 
     def metrics_registry(self, endpoint: str) -> Collector:
-        """The registry behind /metrics (endpoint "metrics") and later /metrics/<x>."""
+        """The registry behind /metrics (endpoint "metrics") and /metrics/probes ("probes")."""
+        ...
+
+    def stats_metrics(self, endpoint: str, gzipped: bool) -> bytes:
+        """The text of /metrics/cadvisor ("cadvisor") or /metrics/resource ("resource") from the
+        stats cache, gzip-compressed when `gzipped`."""
+        ...
+
+    def stats_summary(self, only_cpu_and_memory: bool) -> bytes:
+        """The /stats/summary JSON; KubeletError (the kubelet's 500) when it cannot be built."""
         ...
 
     def pod_list(self) -> Mapping[str, Any]:

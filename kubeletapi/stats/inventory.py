@@ -29,7 +29,7 @@ class ContainerRef:
 class VolumeRef:
     name: str
     path: Path
-    kind: str  # "emptyDir" | "hostPath"
+    kind: str  # "emptyDir" (disk-backed), "emptyDir-memory" (tmpfs) or "hostPath"
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,10 @@ class PodRef:
 
 
 class Inventory(Protocol):
-    """The pods to report on, and the runtime's own processes (the `runtime` system container)."""
+    """The pods to report on, and the runtime's own processes (the `runtime` system container).
 
-    async def pods(self) -> Sequence[PodRef]: ...
+    Called on the event loop, once per housekeeping cycle: cheap and non-blocking."""
+
+    def pods(self) -> Sequence[PodRef]: ...
 
     def runtime_pids(self) -> Sequence[int]: ...

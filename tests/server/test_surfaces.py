@@ -19,6 +19,7 @@ DISABLED = ["/run/ns/p/c", "/exec/ns/p/c", "/attach/ns/p/c", "/portForward/ns/p"
 # The whole read-only surface: grow this list only together with the kubelet's auth-not-required group.
 READ_ONLY_ROUTES = {
     "/healthz", "/healthz/ping", "/healthz/log", "/healthz/syncloop", "/pods", "/metrics",
+    "/stats/summary", "/metrics/cadvisor", "/metrics/resource", "/metrics/probes",
     "/run/{rest:path}", "/exec/{rest:path}", "/attach/{rest:path}", "/portForward/{rest:path}",
     "/containerLogs/{rest:path}", "/runningpods/{rest:path}", "/debug/pprof/{rest:path}", "/logs/{rest:path}",
 }

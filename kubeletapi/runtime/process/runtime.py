@@ -210,6 +210,11 @@ class ProcessRuntime:
     async def container_status(self, container_id: str) -> ContainerStatus:
         return self._status(self._container(container_id))
 
+    def shim_pids(self) -> list[int]:
+        """The shim daemons of containers still running: the runtime's own processes (the
+        summary's `runtime` system container)."""
+        return [r.shim_pid for r in self._containers.values() if r.shim_pid and r.started_at and not r.exited]
+
     async def exec_sync(self, container_id: str, cmd: Sequence[str], timeout_s: float) -> ExecResult:
         record = self._container(container_id)
         self._refresh(record)

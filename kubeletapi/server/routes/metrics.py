@@ -1,4 +1,9 @@
-"""/metrics (and later /metrics/<collector>): Prometheus text format 0.0.4, gzip on request."""
+"""/metrics, /metrics/cadvisor, /metrics/resource and /metrics/probes: Prometheus text format
+0.0.4, gzip when the client accepts it (Prometheus always does).
+
+/metrics and /metrics/probes are prometheus_client registries encoded per request; cadvisor and
+resource are rendered by the stats provider once per housekeeping cycle and served from its cache.
+"""
 
 from __future__ import annotations
 
@@ -14,14 +19,42 @@ from kubeletapi.server.routing import authz
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
-def exposition(request: Request, endpoint: str) -> Response:
-    """Encode one registry; compress when the client accepts gzip (Prometheus does)."""
-    host: Host = request.app.state.host
-    body = generate_latest(host.metrics_registry(endpoint))
-    if "gzip" in request.headers.get("accept-encoding", ""):
-        return Response(gzip.compress(body, compresslevel=5), media_type=CONTENT_TYPE,
+def _accepts_gzip(request: Request) -> bool:
+    return "gzip" in request.headers.get("accept-encoding", "").lower()
+
+
+def _respond(body: bytes, gzipped: bool) -> Response:
+    if gzipped:
+        return Response(body, media_type=CONTENT_TYPE,
                         headers={"Content-Encoding": "gzip", "Vary": "Accept-Encoding"})
     return Response(body, media_type=CONTENT_TYPE)
+
+
+def exposition(request: Request, endpoint: str) -> Response:
+    """Encode one registry; compress when the client accepts gzip."""
+    host: Host = request.app.state.host
+    body = generate_latest(host.metrics_registry(endpoint))
+    gzipped = _accepts_gzip(request)
+    return _respond(gzip.compress(body, compresslevel=5) if gzipped else body, gzipped)
+
+
+async def cadvisor(request: Request) -> Response:
+    """cAdvisor's container_* and machine_* families for the root, QoS, pod and container cgroups."""
+    host: Host = request.app.state.host
+    gzipped = _accepts_gzip(request)
+    return _respond(host.stats_metrics("cadvisor", gzipped), gzipped)
+
+
+async def resource(request: Request) -> Response:
+    """Node, pod and container CPU and working set (what metrics-server reads)."""
+    host: Host = request.app.state.host
+    gzipped = _accepts_gzip(request)
+    return _respond(host.stats_metrics("resource", gzipped), gzipped)
+
+
+async def probes(request: Request) -> Response:
+    """Prober metrics and process_start_time_seconds."""
+    return exposition(request, "probes")
 
 
 async def metrics(request: Request) -> Response:
@@ -30,4 +63,6 @@ async def metrics(request: Request) -> Response:
 
 
 def install(app: FastAPI) -> None:
-    app.add_api_route("/metrics", metrics, methods=["GET"], openapi_extra=authz("metrics"), tags=["metrics"])
+    for path, handler in (("/metrics", metrics), ("/metrics/cadvisor", cadvisor), ("/metrics/resource", resource),
+                          ("/metrics/probes", probes)):
+        app.add_api_route(path, handler, methods=["GET"], openapi_extra=authz("metrics"), tags=["metrics"])

@@ -1,0 +1,122 @@
+"""Wiring of the stats provider: collector, housekeeping loop, and the stats side of Host
+(/stats/summary, /metrics/resource, /metrics/cadvisor), each rendered once per housekeeping
+generation and served from that cache until the next cycle.
+"""
+
+from __future__ import annotations
+
+import gzip
+import logging
+import os
+import threading
+from collections.abc import Callable
+
+from kubeletapi import __version__
+from kubeletapi.api.stats_v1alpha1 import Summary
+from kubeletapi.cgroups import detect, new_reader
+from kubeletapi.cgroups.read_common import CgroupReader
+from kubeletapi.cgroups.resources import QOSClass, qos_parent
+from kubeletapi.clock import Clock
+from kubeletapi.config import KubeletConfiguration, NodeOptions
+from kubeletapi.errors import KubeletError
+from kubeletapi.kubelet.pods import PodServices
+from kubeletapi.metrics.cadvisor import render_cadvisor
+from kubeletapi.metrics.resource import render_resource
+from kubeletapi.stats.collect import Collector, CollectorConfig, own_start_ns
+from kubeletapi.stats.housekeeping import Housekeeper
+from kubeletapi.stats.snapshot import Snapshot
+from kubeletapi.stats.summary import SummaryError, cpu_and_memory_summary, encode, full_summary
+
+log = logging.getLogger(__name__)
+GZIP_LEVEL = 5
+
+
+def _reader() -> CgroupReader | None:
+    try:
+        return new_reader(detect())
+    except (OSError, KubeletError) as exc:
+        log.warning("no cgroup hierarchy to read stats from (%s): node stats come from /proc", exc)
+        return None
+
+
+class RenderCache:
+    """Bytes rendered from one Snapshot generation, plain and gzipped, built on first request."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._generation = -1
+        self._items: dict[tuple[str, bool], bytes] = {}
+
+    def get(self, generation: int, kind: str, gzipped: bool, render: Callable[[], bytes]) -> bytes:
+        with self._lock:
+            if generation != self._generation:
+                self._generation, self._items = generation, {}
+            body = self._items.get((kind, False))
+            if body is None:
+                body = self._items[(kind, False)] = render()
+            if not gzipped:
+                return body
+            packed = self._items.get((kind, True))
+            if packed is None:
+                packed = self._items[(kind, True)] = gzip.compress(body, GZIP_LEVEL)
+            return packed
+
+
+class StatsServices:
+    def __init__(self, cfg: KubeletConfiguration, opts: NodeOptions, node_name: str, clock: Clock,
+                 pods: PodServices) -> None:
+        node = pods.node
+        config = CollectorConfig(
+            node_name=node_name,
+            root_dir=opts.root_dir,
+            runtime_dir=opts.root_dir / "runtime",
+            pod_logs_dir=node.pod_logs_dir,
+            pods_cgroup=qos_parent(node.cgroup_root, QOSClass.GUARANTEED) if node.isolated else None,
+            agent_pid=os.getpid(),
+            agent_start_ns=own_start_ns(),
+            kubelet_cgroup=cfg.kubelet_cgroups,
+            system_cgroup=cfg.system_cgroups,
+        )
+        self.collector = Collector(config, _reader(), lambda: int(clock.now() * 1e9))
+        self.housekeeper = Housekeeper(self.collector, pods, clock, opts.housekeeping_interval.seconds,
+                                       cfg.volume_stats_agg_period.seconds or 60.0)
+        self._cache = RenderCache()
+
+    async def start(self) -> None:
+        await self.housekeeper.start()
+
+    async def stop(self) -> None:
+        await self.housekeeper.stop()
+
+    def _snapshot(self) -> Snapshot:
+        snap = self.housekeeper.latest()
+        if snap is None:
+            raise SummaryError("failed to get root cgroup stats: no stats collected yet")
+        return snap
+
+    def summary(self, only_cpu_and_memory: bool) -> bytes:
+        snap = self._snapshot()
+        if only_cpu_and_memory:
+            return self._cache.get(snap.generation, "summary-cpu-memory", False,
+                                   lambda: encode(cpu_and_memory_summary(snap)))
+        return self._cache.get(snap.generation, "summary", False, lambda: encode(full_summary(snap)))
+
+    def metrics(self, endpoint: str, gzipped: bool) -> bytes:
+        snap = self.housekeeper.latest()
+        generation = snap.generation if snap is not None else 0
+        if endpoint == "resource":
+            return self._cache.get(generation, endpoint, gzipped, lambda: render_resource(_cpu_memory(snap)))
+        if endpoint == "cadvisor":
+            version = f"kubeletapi-{__version__}"
+            return self._cache.get(generation, endpoint, gzipped, lambda: render_cadvisor(snap, version=version))
+        raise KubeletError(f"no stats metrics endpoint {endpoint!r}")
+
+
+def _cpu_memory(snap: Snapshot | None) -> Summary | None:
+    if snap is None:
+        return None
+    try:
+        return cpu_and_memory_summary(snap)
+    except SummaryError as exc:
+        log.error("Error getting summary for resourceMetric prometheus endpoint: %s", exc)
+        return None

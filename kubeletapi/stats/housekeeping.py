@@ -1,0 +1,85 @@
+"""The housekeeping loop: a Snapshot every housekeepingInterval, volume usage every volumeStatsAggPeriod.
+
+The pod inventory is taken on the event loop (the pod manager is not thread-safe), the reads run
+in a worker thread, and the finished Snapshot replaces the previous one in a single assignment.
+Requests only ever call latest(). A failed cycle is logged and the previous Snapshot stays.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+from kubeletapi.clock import Clock
+from kubeletapi.stats.collect import Collector
+from kubeletapi.stats.inventory import Inventory
+from kubeletapi.stats.snapshot import Snapshot
+
+log = logging.getLogger(__name__)
+
+
+class Housekeeper:
+    def __init__(self, collector: Collector, inventory: Inventory, clock: Clock,
+                 interval_s: float, volume_period_s: float) -> None:
+        self._collector = collector
+        self._inventory = inventory
+        self._clock = clock
+        self._interval_s = interval_s
+        self._volume_period_s = volume_period_s
+        self._latest: Snapshot | None = None
+        self._generation = 0
+        self._lock = asyncio.Lock()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def latest(self) -> Snapshot | None:
+        """The last complete cycle (None before the first one)."""
+        return self._latest
+
+    async def start(self) -> None:
+        """Measure volumes and collect once (so the first request finds stats), then loop."""
+        await self.refresh_volumes()
+        await self.collect()
+        self._tasks = [
+            asyncio.create_task(self._loop(self.collect, self._interval_s), name="stats-housekeeping"),
+            asyncio.create_task(self._loop(self.refresh_volumes, self._volume_period_s), name="stats-volumes"),
+        ]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+
+    async def collect(self) -> Snapshot | None:
+        """One cycle now; the new Snapshot (or None when it failed; the previous one stays)."""
+        async with self._lock:
+            pods = self._inventory.pods()
+            pids = list(self._inventory.runtime_pids())
+            try:
+                snap = await asyncio.to_thread(
+                    self._collector.collect, pods, pids, self._latest, self._generation + 1
+                )
+            except Exception:
+                log.exception("stats housekeeping failed; keeping the previous stats")
+                return None
+            self._generation += 1
+            self._latest = snap
+            return snap
+
+    async def refresh_volumes(self) -> None:
+        pods = self._inventory.pods()
+        paths = [v.path for p in pods for v in p.volumes]
+        paths.append(self._collector.cfg.runtime_dir)
+        try:
+            await asyncio.to_thread(self._collector.volumes.refresh, paths, self._collector.host_fs)
+        except Exception:
+            log.exception("volume stats refresh failed")
+
+    async def _loop(self, step: Callable[[], Awaitable[object]], period_s: float) -> None:
+        while True:
+            await self._clock.sleep(period_s)
+            await step()
