@@ -4,8 +4,9 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 # Debian packages the test suite and benchmarks need (installed only when running as root).
-# Later issues add prometheus, influxdb, containerd here: this is the one list.
-DEB_PACKAGES := wrk curl
+# prometheus (promtool and a real scraper for the tests), prometheus-node-exporter (the bench peer);
+# later issues add influxdb, containerd here: this is the one list.
+DEB_PACKAGES := wrk curl prometheus prometheus-node-exporter
 
 .PHONY: all venv deb run test lint typecheck importlint pytest openapi bench clean
 

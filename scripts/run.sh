@@ -54,9 +54,13 @@ kubeletapi is running (pid $pid) as node "$NODE" with the pods of examples/manif
   kubectl --kubeconfig $CERTS/admin.kubeconfig get --raw /healthz
   kubectl --kubeconfig $CERTS/admin.kubeconfig get --raw /api/v1/nodes/$NODE/proxy/pods
   kubectl --kubeconfig $CERTS/admin.kubeconfig get --raw '/containerLogs/default/ticker-$NODE/tick?tailLines=3'
+  kubectl --kubeconfig $CERTS/admin.kubeconfig get --raw /stats/summary
+  kubectl --kubeconfig $CERTS/admin.kubeconfig get --raw /metrics/resource
 
   # read-only port: no authentication
   curl http://127.0.0.1:$RO_PORT/metrics
+  curl 'http://127.0.0.1:$RO_PORT/stats/summary?only_cpu_and_memory=true'
+  curl http://127.0.0.1:$RO_PORT/metrics/cadvisor
 
 Edit or add manifests in $STATE/manifests to change the pods. Press Ctrl-C to stop.
 MSG

@@ -57,9 +57,9 @@ class Housekeeper:
     async def collect(self) -> Snapshot | None:
         """One cycle now; the new Snapshot (or None when it failed; the previous one stays)."""
         async with self._lock:
-            pods = self._inventory.pods()
-            pids = list(self._inventory.runtime_pids())
             try:
+                pods = self._inventory.pods()
+                pids = list(self._inventory.runtime_pids())
                 snap = await asyncio.to_thread(
                     self._collector.collect, pods, pids, self._latest, self._generation + 1
                 )
@@ -71,10 +71,9 @@ class Housekeeper:
             return snap
 
     async def refresh_volumes(self) -> None:
-        pods = self._inventory.pods()
-        paths = [v.path for p in pods for v in p.volumes]
-        paths.append(self._collector.cfg.runtime_dir)
         try:
+            paths = [v.path for p in self._inventory.pods() for v in p.volumes]
+            paths.append(self._collector.cfg.runtime_dir)
             await asyncio.to_thread(self._collector.volumes.refresh, paths, self._collector.host_fs)
         except Exception:
             log.exception("volume stats refresh failed")

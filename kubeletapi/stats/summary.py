@@ -14,9 +14,8 @@ usageNanoCores from the last two samples (omitted before the second sample or af
 
 from __future__ import annotations
 
-import json
-
 from kubeletapi.api import stats_v1alpha1 as api
+from kubeletapi.api.gojson import dumps
 from kubeletapi.cgroups.stats import CgroupSample
 from kubeletapi.errors import KubeletError
 from kubeletapi.stats.snapshot import ContainerSnap, FsSample, FsUsage, Observed, PodSnap, Snapshot, VolumeSnap
@@ -79,7 +78,7 @@ def cpu_and_memory_summary(snap: Snapshot) -> api.Summary:
 
 def encode(summary: api.Summary) -> bytes:
     """Pretty-printed with one-space indentation, as go-restful's WriteAsJson does."""
-    return json.dumps(summary.to_wire(), indent=1).encode()
+    return dumps(summary.to_wire(), indent=1)
 
 
 # --- pieces ----------------------------------------------------------------------------------

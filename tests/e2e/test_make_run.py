@@ -60,7 +60,7 @@ def test_run_script_prints_working_commands(tmp_path: Path) -> None:
         assert any("Press Ctrl-C" in line for line in lines), "".join(lines)
         wait_for(lambda: examples_settled(read_only), timeout=30, what="the example pods")
         commands = [line.strip() for line in lines if line.strip().startswith(("curl ", "kubectl "))]
-        assert len(commands) == 6, commands
+        assert len(commands) == 10, commands
         for command in commands:
             argv = shlex.split(command)
             if argv[0] == "kubectl" and shutil.which("kubectl") is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from starlette.responses import Response
 
-from kubeletapi.server.gojson import JSON_TYPE, dumps
+from kubeletapi.api.gojson import JSON_TYPE, dumps
 from kubeletapi.server.host import Host
 from kubeletapi.server.routing import authz
 

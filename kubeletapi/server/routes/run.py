@@ -10,8 +10,8 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from starlette.responses import PlainTextResponse, Response
 
+from kubeletapi.api.gojson import JSON_TYPE
 from kubeletapi.errors import KubeletError, NotFound
-from kubeletapi.server.gojson import JSON_TYPE
 from kubeletapi.server.host import Host
 from kubeletapi.server.routing import authz
 
