@@ -56,6 +56,7 @@ openapi: venv
 bench: venv deb
 	$(BIN)/python bench/http_bench.py
 	$(BIN)/python bench/pod_bench.py
+	$(BIN)/python bench/stats_bench.py
 
 clean:
 	rm -rf $(VENV) .run .mypy_cache .pytest_cache .ruff_cache

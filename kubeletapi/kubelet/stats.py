@@ -5,10 +5,8 @@ generation and served from that cache until the next cycle.
 
 from __future__ import annotations
 
-import gzip
 import logging
 import os
-import threading
 from collections.abc import Callable
 
 from kubeletapi import __version__
@@ -24,11 +22,11 @@ from kubeletapi.metrics.cadvisor import render_cadvisor
 from kubeletapi.metrics.resource import render_resource
 from kubeletapi.stats.collect import Collector, CollectorConfig, own_start_ns
 from kubeletapi.stats.housekeeping import Housekeeper
+from kubeletapi.stats.rendercache import RenderCache
 from kubeletapi.stats.snapshot import Snapshot
 from kubeletapi.stats.summary import SummaryError, cpu_and_memory_summary, encode, full_summary
 
 log = logging.getLogger(__name__)
-GZIP_LEVEL = 5
 
 
 def _reader() -> CgroupReader | None:
@@ -37,29 +35,6 @@ def _reader() -> CgroupReader | None:
     except (OSError, KubeletError) as exc:
         log.warning("no cgroup hierarchy to read stats from (%s): node stats come from /proc", exc)
         return None
-
-
-class RenderCache:
-    """Bytes rendered from one Snapshot generation, plain and gzipped, built on first request."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._generation = -1
-        self._items: dict[tuple[str, bool], bytes] = {}
-
-    def get(self, generation: int, kind: str, gzipped: bool, render: Callable[[], bytes]) -> bytes:
-        with self._lock:
-            if generation != self._generation:
-                self._generation, self._items = generation, {}
-            body = self._items.get((kind, False))
-            if body is None:
-                body = self._items[(kind, False)] = render()
-            if not gzipped:
-                return body
-            packed = self._items.get((kind, True))
-            if packed is None:
-                packed = self._items[(kind, True)] = gzip.compress(body, GZIP_LEVEL)
-            return packed
 
 
 class StatsServices:
@@ -78,9 +53,9 @@ class StatsServices:
             system_cgroup=cfg.system_cgroups,
         )
         self.collector = Collector(config, _reader(), lambda: int(clock.now() * 1e9))
+        self._cache = RenderCache(clock.monotonic)
         self.housekeeper = Housekeeper(self.collector, pods, clock, opts.housekeeping_interval.seconds,
-                                       cfg.volume_stats_agg_period.seconds or 60.0)
-        self._cache = RenderCache()
+                                       cfg.volume_stats_agg_period.seconds or 60.0, self._prepare)
 
     async def start(self) -> None:
         await self.housekeeper.start()
@@ -96,20 +71,34 @@ class StatsServices:
 
     def summary(self, only_cpu_and_memory: bool) -> bytes:
         snap = self._snapshot()
-        if only_cpu_and_memory:
-            return self._cache.get(snap.generation, "summary-cpu-memory", False,
-                                   lambda: encode(cpu_and_memory_summary(snap)))
-        return self._cache.get(snap.generation, "summary", False, lambda: encode(full_summary(snap)))
+        kind = "summary-cpu-memory" if only_cpu_and_memory else "summary"
+        return self._cache.get(snap.generation, kind, False, _renderers(snap)[kind])
 
     def metrics(self, endpoint: str, gzipped: bool) -> bytes:
+        if endpoint not in METRICS_ENDPOINTS:
+            raise KubeletError(f"no stats metrics endpoint {endpoint!r}")
         snap = self.housekeeper.latest()
         generation = snap.generation if snap is not None else 0
-        if endpoint == "resource":
-            return self._cache.get(generation, endpoint, gzipped, lambda: render_resource(_cpu_memory(snap)))
-        if endpoint == "cadvisor":
-            version = f"kubeletapi-{__version__}"
-            return self._cache.get(generation, endpoint, gzipped, lambda: render_cadvisor(snap, version=version))
-        raise KubeletError(f"no stats metrics endpoint {endpoint!r}")
+        return self._cache.get(generation, endpoint, gzipped, _renderers(snap)[endpoint])
+
+    def _prepare(self, snap: Snapshot) -> None:
+        self._cache.prepare(snap.generation, _renderers(snap))
+
+
+METRICS_ENDPOINTS = ("cadvisor", "resource")
+VERSION = f"kubeletapi-{__version__}"
+
+
+def _renderers(snap: Snapshot | None) -> dict[str, Callable[[], bytes]]:
+    """Every body the stats endpoints serve, as functions of one Snapshot (None: none yet)."""
+    out: dict[str, Callable[[], bytes]] = {
+        "resource": lambda: render_resource(_cpu_memory(snap)),
+        "cadvisor": lambda: render_cadvisor(snap, version=VERSION),
+    }
+    if snap is not None:
+        out["summary"] = lambda: encode(full_summary(snap))
+        out["summary-cpu-memory"] = lambda: encode(cpu_and_memory_summary(snap))
+    return out
 
 
 def _cpu_memory(snap: Snapshot | None) -> Summary | None:

@@ -10,20 +10,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Sequence
 
 from kubeletapi.clock import Clock
 from kubeletapi.stats.collect import Collector
-from kubeletapi.stats.inventory import Inventory
+from kubeletapi.stats.inventory import Inventory, PodRef
 from kubeletapi.stats.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 
 
 class Housekeeper:
+    """`prepare`, when given, runs in the worker thread on each new Snapshot before it is
+    published (the endpoints render their bodies ahead of requests there)."""
+
     def __init__(self, collector: Collector, inventory: Inventory, clock: Clock,
-                 interval_s: float, volume_period_s: float) -> None:
+                 interval_s: float, volume_period_s: float,
+                 prepare: Callable[[Snapshot], None] | None = None) -> None:
         self._collector = collector
+        self._prepare = prepare
         self._inventory = inventory
         self._clock = clock
         self._interval_s = interval_s
@@ -32,6 +38,7 @@ class Housekeeper:
         self._generation = 0
         self._lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
+        self.last_prepare_cpu_s = 0.0  # CPU time `prepare` took on the last cycle
 
     def latest(self) -> Snapshot | None:
         """The last complete cycle (None before the first one)."""
@@ -60,15 +67,24 @@ class Housekeeper:
             try:
                 pods = self._inventory.pods()
                 pids = list(self._inventory.runtime_pids())
-                snap = await asyncio.to_thread(
-                    self._collector.collect, pods, pids, self._latest, self._generation + 1
-                )
+                snap = await asyncio.to_thread(self._cycle, pods, pids, self._generation + 1)
             except Exception:
                 log.exception("stats housekeeping failed; keeping the previous stats")
                 return None
             self._generation += 1
             self._latest = snap
             return snap
+
+    def _cycle(self, pods: Sequence[PodRef], pids: Sequence[int], generation: int) -> Snapshot:
+        snap = self._collector.collect(pods, pids, self._latest, generation)
+        if self._prepare is not None:
+            start = time.thread_time()
+            try:
+                self._prepare(snap)
+            except Exception:
+                log.exception("preparing the stats endpoints' bodies failed")
+            self.last_prepare_cpu_s = time.thread_time() - start
+        return snap
 
     async def refresh_volumes(self) -> None:
         try:
