@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
@@ -25,22 +24,13 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import contextlib
 
+from ports import free_ports
 from results_md import update_section
 
 ROOT = Path(__file__).resolve().parent.parent
 TRIALS = int(os.environ.get("BENCH_TRIALS", "30"))
 IDLE_S = int(os.environ.get("BENCH_IDLE_SECONDS", "60"))
 PODS = 110
-
-
-def free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def manifest(name: str) -> str:

@@ -41,7 +41,6 @@ import os
 import platform
 import pstats
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -56,6 +55,7 @@ from typing import Any
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ports import free_ports
 from results_md import update_section
 
 TRIALS = int(os.environ.get("BENCH_TRIALS", "200"))
@@ -71,16 +71,6 @@ SECTION = "Stats endpoints (issue 4)"
 
 
 # --- small helpers ------------------------------------------------------------------------------
-def free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
 def pct(values: Sequence[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
@@ -360,9 +350,7 @@ def _healthy(port: int, path: str = "/healthz") -> bool:
 # --- run 2: the agent in this process, 1 s housekeeping -----------------------------------------
 class LoopThread:
     """An event loop on a daemon thread for the in-process agent: the loop the CLI runs (uvloop
-    when installed). Not the stdlib loop: listeners.bind() makes its socket with proto 0, so
-    asyncio's selector loop never sets TCP_NODELAY on accepted connections and every keep-alive
-    request after the first waits ~40 ms (Nagle against delayed ACK); uvloop always sets it."""
+    when installed), so the figures are the CLI's."""
 
     def __init__(self) -> None:
         from kubeletapi.cli import _loop_factory  # noqa: PLC0415

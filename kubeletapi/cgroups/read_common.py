@@ -19,8 +19,8 @@ from typing import Protocol
 from kubeletapi.cgroups.layout import cgroup_parts
 from kubeletapi.cgroups.stats import CgroupSample
 from kubeletapi.errors import Unavailable
+from kubeletapi.procread import read_bytes
 
-READ_CHUNK = 65536
 # A file this cgroup does not have (controller off, older kernel, the root) or that vanished with
 # it: ENODEV is what a read gets when the cgroup is removed after the open.
 ABSENT_ERRNOS = frozenset({errno.ENOENT, errno.ENODEV, errno.EOPNOTSUPP})
@@ -57,19 +57,8 @@ class OsReaderFs:
     """The real cgroupfs."""
 
     def read(self, file: str) -> bytes:
-        fd = os.open(file, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            # Multi-record seq files (cgroup.procs) come a page at a time, so a short read is not
-            # EOF; read until the kernel returns nothing.
-            data = os.read(fd, READ_CHUNK)
-            if not data:
-                return data
-            chunks = [data]
-            while chunk := os.read(fd, READ_CHUNK):
-                chunks.append(chunk)
-            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        finally:
-            os.close(fd)
+        # Multi-record seq files (cgroup.procs) come a page at a time: read until EOF.
+        return read_bytes(file)
 
     def ctime_ns(self, path: str) -> int:
         return os.stat(path).st_ctime_ns

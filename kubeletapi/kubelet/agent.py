@@ -8,7 +8,6 @@ before anything is served), then served, then the pod sources start.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ipaddress
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -19,6 +18,7 @@ from cryptography import x509
 from prometheus_client import CollectorRegistry
 
 from kubeletapi import nodeinfo
+from kubeletapi.aio import cancel_and_wait
 from kubeletapi.clock import Clock, RealClock
 from kubeletapi.config import KubeletConfiguration, NodeOptions, redacted
 from kubeletapi.health import HealthCheck, LogFlushMonitor, PingCheck, SyncLoopCheck
@@ -142,11 +142,7 @@ class Kubelet:
 
     async def stop(self) -> None:
         """Stop serving and syncing; containers keep running (a new agent re-adopts them)."""
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(self._tasks)
         self._tasks.clear()
         if self.stats is not None:
             await self.stats.stop()

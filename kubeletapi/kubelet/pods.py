@@ -14,6 +14,7 @@ from typing import Any
 
 import psutil
 
+from kubeletapi.aio import cancel_and_wait
 from kubeletapi.api.core_v1 import Container, ObjectMeta, Pod, PodList, PodSpec
 from kubeletapi.api.quantity import Quantity
 from kubeletapi.cgroups import detect, new_writer
@@ -108,11 +109,8 @@ class PodServices:
             self._tasks.append(asyncio.create_task(source.run(self.manager.apply), name=f"source-{name}"))
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(self._tasks)
+        self._tasks.clear()
         await self.manager.stop()
 
     # --- Host: pods ----------------------------------------------------------------------------

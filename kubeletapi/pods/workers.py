@@ -13,6 +13,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from kubeletapi.aio import cancel_and_wait
+
 log = logging.getLogger(__name__)
 
 P = TypeVar("P")
@@ -74,10 +76,7 @@ class PodWorkers(Generic[P]):
 
     async def stop(self) -> None:
         """Cancel every worker (the agent is shutting down; containers keep running)."""
-        tasks = [s.task for s in self._slots.values() if s.task is not None]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_and_wait(s.task for s in self._slots.values() if s.task is not None)
         self._slots.clear()
 
     async def wait_idle(self, uid: str) -> None:

@@ -23,6 +23,7 @@ from typing import Protocol
 from kubeletapi.cgroups.read_common import CgroupReader
 from kubeletapi.cgroups.stats import CgroupSample, CpuStats, MemoryStats
 from kubeletapi.errors import KubeletError
+from kubeletapi.procread import read_head
 from kubeletapi.stats.diskstats import read_diskstats
 from kubeletapi.stats.du import dir_usage
 from kubeletapi.stats.fs import FsStats, MountTable, fs_stats
@@ -36,7 +37,6 @@ from kubeletapi.stats.netdev import (
     summary_interface,
 )
 from kubeletapi.stats.node import NodeMemory, cpu_usage, load_average, node_memory, rlimit
-from kubeletapi.stats.procread import read_head
 from kubeletapi.stats.proctree import CLK_TCK, ProcessTable, ProcessTreeStats, parse_stat
 from kubeletapi.stats.snapshot import (
     NS_PER_S,

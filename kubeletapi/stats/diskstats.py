@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kubeletapi.stats.procread import read_optional
+from kubeletapi.procread import read_optional
 from kubeletapi.stats.snapshot import DiskIO
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kubeletapi.errors import NotFound, Unavailable
-from kubeletapi.stats.procread import read_optional
+from kubeletapi.procread import read_optional
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,11 @@ Requests only ever call latest(). A failed cycle is logged and the previous Snap
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
+from kubeletapi.aio import cancel_and_wait
 from kubeletapi.clock import Clock
 from kubeletapi.stats.collect import Collector
 from kubeletapi.stats.inventory import Inventory, PodRef
@@ -54,11 +54,7 @@ class Housekeeper:
         ]
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(self._tasks)
         self._tasks.clear()
 
     async def collect(self) -> Snapshot | None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kubeletapi.errors import Unavailable
-from kubeletapi.stats.procread import read_bytes, read_optional, read_str
+from kubeletapi.procread import read_bytes, read_optional, read_str
 
 # cAdvisor's cpuClockSpeedMHz: the first "cpu MHz" (x86), "CPU MHz" or "clock" (POWER) value.
 _CLOCK_MHZ = re.compile(rb"(?m)^(?:cpu MHz|CPU MHz|clock)\s*:\s*([0-9]+\.[0-9]+)(?:MHz)?")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kubeletapi.errors import InvalidInput, Unavailable
-from kubeletapi.stats.procread import read_bytes, read_optional
+from kubeletapi.procread import read_bytes, read_optional
 
 KUBELET_DEFAULT_INTERFACE = "eth0"
 CADVISOR_IGNORED_PREFIXES = ("lo", "veth", "docker", "nerdctl")

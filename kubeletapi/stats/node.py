@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kubeletapi.errors import InvalidInput, Unavailable
+from kubeletapi.procread import read_bytes, read_head, read_int, read_optional
 from kubeletapi.stats.fs import FsStats, MountTable, fs_stats
 from kubeletapi.stats.machine import MachineInfo, machine_info
 from kubeletapi.stats.netdev import (
@@ -22,7 +23,6 @@ from kubeletapi.stats.netdev import (
     read_interfaces,
     summary_interface,
 )
-from kubeletapi.stats.procread import read_bytes, read_head, read_int, read_optional
 from kubeletapi.stats.proctree import ProcessTable, ProcessTreeStats, process_tree_stats
 
 __all__ = [
