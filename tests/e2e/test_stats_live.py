@@ -156,3 +156,33 @@ def test_resource_metrics_follow_metrics_server_rules(stats_agent: Agent) -> Non
         assert ts is None and value > 1.6e9  # no timestamp, Unix seconds
     node = samples(agent, "/metrics/resource", "node_cpu_usage_seconds_total")
     assert next(iter(node.values()))[0] > 0
+
+
+def test_volume_log_and_process_figures(start_agent: Callable[..., Agent], tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+                      "volumeStatsAggPeriod: 1s\n")
+    agent = start_agent("--config", str(config), "--housekeeping-interval", "1s", manifests=True)
+    writer = manifest("writer", container("w", ["sh", "-c",
+                                                "head -c 3145728 /dev/zero > /cache/blob; echo hello; sleep 3600"], """
+        volumeMounts: [{name: cache, mountPath: /cache}]
+    """), spec_extra="volumes: [{name: cache, emptyDir: {}}]")
+    write(tmp_path / "manifests", "writer.yaml", writer)
+    wait_for(lambda: running(agent, "writer"), timeout=30, what="writer running")
+
+    def measured() -> dict[str, Any] | None:
+        for pod in summary(agent)["pods"]:
+            volumes = pod.get("volume", [])
+            if pod["podRef"]["name"] == "writer-testnode" and volumes and volumes[0].get("usedBytes", 0) >= 3 * Mi:
+                return pod
+        return None
+
+    pod = wait_for(measured, timeout=20, interval=0.5, what="the emptyDir's usage")
+    cache = pod["volume"][0]
+    assert cache["name"] == "cache" and cache["inodesUsed"] >= 2  # the directory and the file
+    assert cache["capacityBytes"] >= cache["availableBytes"] > 0
+    logs = pod["containers"][0]["logs"]
+    assert logs["usedBytes"] > 0 and logs["inodesUsed"] >= 1
+    eph = pod["ephemeral-storage"]
+    assert eph["usedBytes"] >= cache["usedBytes"] + logs["usedBytes"]
+    assert pod["process_stats"]["process_count"] >= 2  # the container's init, its shell and sleep
