@@ -383,6 +383,17 @@ class HTTPGetAction(WireModel):
     scheme: str = ""
     http_headers: list[HTTPHeader] = Field(default_factory=list)
 
+    def url(self, container: Container, pod_ip: str) -> str:
+        """The URL the kubelet requests (probes and hooks alike): the scheme lowercased (default
+        http), the host defaulting to the pod IP, a named port resolved, the path as written.
+        ValueError when the port does not resolve."""
+        scheme = (self.scheme or "HTTP").lower()
+        host = self.host or pod_ip
+        port = container.resolve_port(self.port)
+        hostport = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        path = self.path if self.path.startswith("/") else f"/{self.path}"
+        return f"{scheme}://{hostport}{path}"
+
 
 class TCPSocketAction(WireModel):
     _always = frozenset({"port"})
@@ -473,6 +484,22 @@ class Container(WireModel):
     stdin: bool = False
     stdin_once: bool = False
     tty: bool = False
+
+    def resolve_port(self, port: int | str) -> int:
+        """A probe's or hook's port: a number, or the name of one of this container's ports (a
+        numeric string also works), 1-65535; ValueError with the kubelet's message otherwise
+        (pkg/probe ResolveContainerPort)."""
+        if isinstance(port, int):
+            number = port
+        elif named := [p.container_port for p in self.ports if p.name == port]:
+            number = named[0]
+        elif re.fullmatch(r"[+-]?\d+", port):
+            number = int(port)
+        else:
+            raise ValueError(f'strconv.Atoi: parsing "{port}": invalid syntax')
+        if not 0 < number < 65536:
+            raise ValueError(f"invalid port number: {number}")
+        return number
 
 
 class EphemeralContainer(Container):

@@ -22,6 +22,7 @@ from kubeletapi.aio import cancel_and_wait
 from kubeletapi.clock import Clock, RealClock
 from kubeletapi.config import KubeletConfiguration, NodeOptions, redacted
 from kubeletapi.health import HealthCheck, LogFlushMonitor, PingCheck, SyncLoopCheck
+from kubeletapi.kubelet import streams
 from kubeletapi.kubelet.pods import PodServices
 from kubeletapi.kubelet.security import SecurityWiring, tls_files
 from kubeletapi.kubelet.stats import StatsServices
@@ -35,6 +36,7 @@ from kubeletapi.server.app import create_app, create_healthz_app
 from kubeletapi.server.auth import Security
 from kubeletapi.server.listeners import Listener, ListenerSpec
 from kubeletapi.server.tls import server_context
+from kubeletapi.streaming.targets import ContainerStreams, PodPorts
 
 log = logging.getLogger(__name__)
 SYNC_LOOP_PERIOD_S = 1.0
@@ -109,6 +111,19 @@ class Kubelet:
     ) -> bytes:
         return await self._pods().run_in_container(namespace, pod, uid, container, cmd)
 
+    async def container_streams(
+        self, namespace: str, pod: str, uid: str | None, container: str
+    ) -> ContainerStreams:
+        pods = self._pods()
+        return await streams.container_streams(pods, pods.process_runtime, namespace, pod, uid, container)
+
+    async def pod_ports(self, namespace: str, pod: str, uid: str | None) -> PodPorts:
+        pods = self._pods()
+        return await streams.pod_ports(pods, pods.process_runtime, namespace, pod, uid)
+
+    def streaming_idle_timeout(self) -> float:
+        return self.cfg.streaming_connection_idle_timeout.seconds
+
     def _pods(self) -> PodServices:
         assert self.pods is not None, "the agent is not started"
         return self.pods
@@ -125,7 +140,8 @@ class Kubelet:
             self.pods = PodServices(self.cfg, self.opts, self.node_name, str(self.node_ips[0]), self.clock, metrics)
             self._registries["metrics"].register(LogUsageCollector(self.pods.log_dirs))
             self.stats = StatsServices(self.cfg, self.opts, self.node_name, self.clock, self.pods)
-            ProbeMetrics(self._registries["probes"], self.stats.collector.cfg.agent_start_ns / 1e9)
+            self.pods.probes.add_observer(
+                ProbeMetrics(self._registries["probes"], self.stats.collector.cfg.agent_start_ns / 1e9))
             for spec in self._listener_specs():
                 self.listeners[spec.name] = Listener(spec)
             for listener in self.listeners.values():

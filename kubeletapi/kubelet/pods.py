@@ -1,5 +1,9 @@
-"""Wiring of the pod machinery: runtime, PLEG, syncer, manager and sources; and the pod side of
-Host (/pods, /runningpods, /containerLogs, /run, /manifests).
+"""Wiring of the pod machinery: runtime, PLEG, prober, syncer, manager and sources; and the pod
+side of Host (/pods, /runningpods, /containerLogs, /run, /manifests).
+
+pods and prober are siblings that never import each other: the prober reads published pod
+statuses and pokes the pod manager through callables made here; the syncer, the status and the
+manager consult the prober through protocols they declare.
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ from typing import Any
 
 import psutil
 
+from kubeletapi import __version__
 from kubeletapi.aio import cancel_and_wait
-from kubeletapi.api.core_v1 import Container, ObjectMeta, Pod, PodList, PodSpec
+from kubeletapi.api.core_v1 import Container, ObjectMeta, Pod, PodList, PodSpec, PodStatus
 from kubeletapi.api.quantity import Quantity
 from kubeletapi.cgroups import detect, new_writer
 from kubeletapi.clock import Clock
@@ -31,6 +36,7 @@ from kubeletapi.pods.pleg import PLEG
 from kubeletapi.pods.sources import FileSource, PodSource, URLSource
 from kubeletapi.pods.sync import PodSyncer
 from kubeletapi.pods.volumes import PodVolumes
+from kubeletapi.prober import ProbeManager
 from kubeletapi.runtime import types as rt
 from kubeletapi.runtime.logoptions import PodLogOptions, require_stream_supported
 from kubeletapi.runtime.logs import read_logs
@@ -40,6 +46,12 @@ from kubeletapi.stats.inventory import ContainerRef, PodRef, VolumeRef
 
 log = logging.getLogger(__name__)
 RUN_TIMEOUT_S = 120.0
+
+
+def probe_user_agent() -> str:
+    """kube-probe/<major>.<minor>, with this agent's version (as kubernetes_build_info reports it)."""
+    major, minor = __version__.split(".")[:2]
+    return f"kube-probe/{major}.{minor}"
 
 
 def node_env(cfg: KubeletConfiguration, opts: NodeOptions, node_name: str, node_ip: str, isolated: bool) -> NodeEnv:
@@ -82,15 +94,23 @@ class PodServices:
         self.process_runtime = runtime
         self.runtime = InstrumentedRuntime(runtime, metrics)
         self.pleg = PLEG(self.runtime, clock, metrics)
+        self.probes = ProbeManager(self.runtime, clock, self._pod_status, self._probe_changed,
+                                   user_agent=probe_user_agent())
         syncer = PodSyncer(self.runtime, self.node, clock, Backoff(clock), PodVolumes(self.node),
-                           self._publish, metrics)
+                           self._publish, metrics, self.probes)
         self.sources = self._sources(cfg, node_name, clock)
         self.manager = PodManager(syncer, self.pleg, clock, cfg.max_pods, [name for name, _ in self.sources],
-                                  metrics, LogGC(self.node.pod_logs_dir, clock))
+                                  metrics, LogGC(self.node.pod_logs_dir, clock), self.probes)
         self._tasks: list[asyncio.Task[None]] = []
 
     def _publish(self, uid: str, status: Any) -> None:
         self.manager.publish(uid, status)
+
+    def _pod_status(self, uid: str) -> PodStatus | None:
+        return self.manager.status(uid)
+
+    def _probe_changed(self, uid: str) -> None:
+        self.manager.poke(uid)
 
     @staticmethod
     def _sources(cfg: KubeletConfiguration, node: str, clock: Clock) -> list[tuple[str, PodSource]]:
@@ -111,6 +131,7 @@ class PodServices:
     async def stop(self) -> None:
         await cancel_and_wait(self._tasks)
         self._tasks.clear()
+        await self.probes.stop()
         await self.manager.stop()
 
     # --- Host: pods ----------------------------------------------------------------------------

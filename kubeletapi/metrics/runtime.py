@@ -6,12 +6,15 @@ exec_sync...), so the kubernetes-mixin dashboards see the values they expect.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Sequence
-from typing import TypeVar
+from typing import TypeVar, cast
 
+from kubeletapi.errors import NotSupported
 from kubeletapi.metrics.pods import PodMetrics
 from kubeletapi.runtime.interface import Runtime
+from kubeletapi.runtime.streaming import Streamer, StreamOptions, StreamSession
 from kubeletapi.runtime.types import (
     ContainerConfig,
     ContainerStatus,
@@ -76,5 +79,23 @@ class InstrumentedRuntime:
     async def container_status(self, container_id: str) -> ContainerStatus:
         return await self._call("container_status", self.inner.container_status(container_id))
 
-    async def exec_sync(self, container_id: str, cmd: Sequence[str], timeout_s: float) -> ExecResult:
-        return await self._call("exec_sync", self.inner.exec_sync(container_id, cmd, timeout_s))
+    async def exec_sync(
+        self, container_id: str, cmd: Sequence[str], timeout_s: float, *, max_output: int | None = None
+    ) -> ExecResult:
+        return await self._call("exec_sync", self.inner.exec_sync(container_id, cmd, timeout_s, max_output=max_output))
+
+    # Streams (runtime.streaming.Streamer): what is timed is opening the session, as the kubelet
+    # times its Exec/Attach/PortForward CRI calls, not the session itself.
+    def _streamer(self) -> Streamer:
+        if not hasattr(self.inner, "exec_stream"):
+            raise NotSupported(f"the runtime {type(self.inner).__name__} offers no exec, attach or port-forward")
+        return cast(Streamer, self.inner)
+
+    async def exec_stream(self, container_id: str, cmd: Sequence[str], opts: StreamOptions) -> StreamSession:
+        return await self._call("exec", self._streamer().exec_stream(container_id, cmd, opts))
+
+    async def attach(self, container_id: str, opts: StreamOptions) -> StreamSession:
+        return await self._call("attach", self._streamer().attach(container_id, opts))
+
+    async def port_forward(self, sandbox_id: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        return await self._call("port_forward", self._streamer().port_forward(sandbox_id, port))

@@ -22,25 +22,11 @@ class Executor(Protocol):
     async def exec_sync(self, container_id: str, cmd: Sequence[str], timeout_s: float) -> ExecResult: ...
 
 
-def _port(container: Container, port: int | str) -> int:
-    if isinstance(port, int):
-        return port
-    for p in container.ports:
-        if p.name == port:
-            return p.container_port
-    if port.isdigit():
-        return int(port)
-    raise ValueError(f"container port {port!r} not found")
-
-
 async def _http_get(action: HTTPGetAction, container: Container, pod_ip: str, timeout_s: float) -> str | None:
     try:
-        port = _port(container, action.port)
+        url = action.url(container, pod_ip)  # the same resolution as httpGet probes
     except ValueError as exc:
         return str(exc)
-    host = action.host or pod_ip
-    scheme = (action.scheme or "HTTP").lower()
-    url = f"{scheme}://{host}:{port}/{action.path.lstrip('/')}"
     headers = [(h.name, h.value) for h in action.http_headers]
     try:
         async with httpx.AsyncClient(timeout=timeout_s, verify=False) as client:  # noqa: S501 - as the kubelet

@@ -7,6 +7,8 @@
   Every rejection is kept (with its reason) for GET /manifests and counted.
 - Housekeeping (each sync-loop iteration): PLEG relist, pod events to workers, and, once every
   source has spoken, runtime pods that no source defines are killed (orphans).
+- Probes: an admitted pod's probe workers start with its pod worker and stop when it is killed;
+  a changed probe result pokes the pod's worker (poke), which syncs it (status, liveness kills).
 """
 
 from __future__ import annotations
@@ -49,6 +51,14 @@ class ManifestRecord:
         return {k: v for k, v in self.__dict__.items() if v}
 
 
+class ProbeWorkers(Protocol):
+    """Starts and stops a pod's probe workers (kubeletapi.prober.ProbeManager)."""
+
+    def add_pod(self, pod: Pod) -> None: ...
+
+    def remove_pod(self, uid: str) -> None: ...
+
+
 class ManagerObserver(Protocol):
     def pods_counted(self, desired: int, active: int) -> None: ...
 
@@ -67,6 +77,7 @@ class PodManager:
         sources: Sequence[str],
         observer: ManagerObserver | None = None,
         log_gc: LogGC | None = None,
+        probes: ProbeWorkers | None = None,
     ) -> None:
         self._syncer = syncer
         self._pleg = pleg
@@ -83,6 +94,7 @@ class PodManager:
         self._killing: dict[str, Pod] = {}
         self._orphans_killing: set[str] = set()
         self._log_gc = log_gc
+        self._probes = probes
         self._ticks = 0
 
     # --- sources -------------------------------------------------------------------------------
@@ -166,7 +178,12 @@ class PodManager:
             if self._observer is not None:
                 self._observer.pod_restarted()
             return
+        self._run(uid, pod)
+
+    def _run(self, uid: str, pod: Pod) -> None:
         self._workers.update(uid, pod)
+        if self._probes is not None:
+            self._probes.add_pod(pod)
 
     def _kill(self, uid: str) -> None:
         pod = self._desired.get(uid)
@@ -174,13 +191,24 @@ class PodManager:
             self._killing[uid] = pod
         self._workers.kill(uid)
         self._statuses.pop(uid, None)
+        if self._probes is not None:
+            self._probes.remove_pod(uid)
 
     def _worker_done(self, uid: str) -> None:
         self._killing.pop(uid, None)
         self._orphans_killing.discard(uid)
         pod = self._desired.get(uid)
         if pod is not None:  # defined again meanwhile
-            self._workers.update(uid, pod)
+            self._run(uid, pod)
+
+    def poke(self, uid: str) -> None:
+        """Sync an admitted pod now (a probe result changed)."""
+        if uid in self._desired and uid not in self._killing:
+            self._workers.poke(uid)
+
+    def status(self, uid: str) -> PodStatus | None:
+        """The latest status published for an admitted pod (what probe workers read)."""
+        return self._statuses.get(uid)
 
     def publish(self, uid: str, status: PodStatus | None) -> None:
         """The syncer's latest status of a pod (None once it is gone)."""

@@ -7,7 +7,12 @@
 - phase with getPhase's rules (a container waiting to restart after an exit counts as stopped).
 - conditions in the kubelet's order: PodReadyToStartContainers, Initialized, Ready,
   ContainersReady, PodScheduled; lastTransitionTime kept while a condition does not change.
-Until probes exist, a running container is ready.
+- started and ready of a running container come from its probes (the kubelet's
+  UpdatePodStatus): started once its startup probe succeeded (or it has none), ready once
+  started and its readiness probe succeeded (or it has none). Without a prober, a running
+  container is started and ready.
+- an instance the syncer killed for a failed liveness/startup probe shows the syncer's reason
+  and message in its terminated state (the runtime only knows it was signalled).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from kubeletapi.api.core_v1 import (
     Container,
@@ -33,6 +39,24 @@ from kubeletapi.pods.qos import qos_class
 from kubeletapi.runtime import types as rt
 
 CONTAINER_ID_SCHEME = "process"
+
+
+class ContainerProbes(Protocol):
+    """What the prober says about a running container (kubeletapi.prober.ProbeManager)."""
+
+    def started(self, pod_uid: str, container: str, container_id: str) -> bool: ...
+
+    def ready(self, pod_uid: str, container: str, container_id: str) -> bool: ...
+
+
+@dataclass(frozen=True)
+class ProbeView:
+    """A pod's probes as container_status() consults them; `killed` maps a runtime container id
+    to the (reason, message) its terminated state shows instead of the runtime's."""
+
+    pod_uid: str = ""
+    probes: ContainerProbes | None = None
+    killed: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -64,15 +88,20 @@ def _time(ns: int) -> dt.datetime | None:
     return dt.datetime.fromtimestamp(ns / 1e9, dt.UTC) if ns else None
 
 
-def _terminated(s: rt.ContainerStatus, scheme: str) -> ContainerStateTerminated:
+def _terminated(s: rt.ContainerStatus, scheme: str, probes: ProbeView) -> ContainerStateTerminated:
+    reason, message = probes.killed.get(s.id, (s.reason, s.message))
     return ContainerStateTerminated(
-        exit_code=s.exit_code, signal=s.signal, reason=s.reason, message=s.message,
+        exit_code=s.exit_code, signal=s.signal, reason=reason, message=message,
         started_at=_time(s.started_at), finished_at=_time(s.finished_at), container_id=f"{scheme}://{s.id}",
     )
 
 
+_NO_PROBES = ProbeView()
+
+
 def container_status(
-    spec: Container, view: PodView, waiting: tuple[str, str] | None, scheme: str = CONTAINER_ID_SCHEME
+    spec: Container, view: PodView, waiting: tuple[str, str] | None, scheme: str = CONTAINER_ID_SCHEME,
+    probes: ProbeView = _NO_PROBES,
 ) -> ContainerStatus:
     latest, previous = view.latest(spec.name), view.previous(spec.name)
     status = ContainerStatus(name=spec.name, image=spec.image, image_id="", ready=False, restart_count=0)
@@ -87,19 +116,21 @@ def container_status(
     status.container_id = f"{scheme}://{latest.id}"
     if latest.state is rt.ContainerState.RUNNING:
         status.state = ContainerState(running=ContainerStateRunning(started_at=_time(latest.started_at)))
-        status.ready = status.started = True
+        checks = probes.probes
+        status.started = checks is None or checks.started(probes.pod_uid, spec.name, latest.id)
+        status.ready = status.started and (checks is None or checks.ready(probes.pod_uid, spec.name, latest.id))
     elif latest.state is rt.ContainerState.EXITED and waiting is None:
-        status.state = ContainerState(terminated=_terminated(latest, scheme))
+        status.state = ContainerState(terminated=_terminated(latest, scheme, probes))
         status.started = False
     else:
         reason, message = waiting or ("ContainerCreating", "")
         status.state = ContainerState(waiting=ContainerStateWaiting(reason=reason, message=message))
         status.started = False
         if latest.state is rt.ContainerState.EXITED:  # a restart is pending: the exit is lastState
-            status.last_state = ContainerState(terminated=_terminated(latest, scheme))
+            status.last_state = ContainerState(terminated=_terminated(latest, scheme, probes))
             return status
     if previous is not None and previous.state is rt.ContainerState.EXITED:
-        status.last_state = ContainerState(terminated=_terminated(previous, scheme))
+        status.last_state = ContainerState(terminated=_terminated(previous, scheme, probes))
     return status
 
 
@@ -182,11 +213,12 @@ def pod_status(
     start_time: dt.datetime | None,
     previous: PodStatus | None,
     now: dt.datetime,
+    probes: ProbeView = _NO_PROBES,
 ) -> PodStatus:
     init = [container_status(c, view, waiting.get(c.name)) for c in pod.spec.init_containers]
     for status in init:  # as the kubelet's prober marks it: a completed init container is ready
         status.ready = _succeeded(status)
-    app = [container_status(c, view, waiting.get(c.name)) for c in pod.spec.containers]
+    app = [container_status(c, view, waiting.get(c.name), probes=probes) for c in pod.spec.containers]
     pod_phase = phase(pod, init, app)
     conds = conditions(view, init, app, pod_phase)
     _carry_transitions(conds, previous.conditions if previous is not None else (), now.replace(microsecond=0))

@@ -2,7 +2,9 @@
 
 sync: prepare volumes and the sandbox; run init containers one at a time, in order; then start
 or restart app containers per restartPolicy with CrashLoopBackOff; restart a running container
-whose spec hash changed; keep one exited instance per container (lastState, `previous` logs);
+whose spec hash changed; kill a running container whose liveness or startup probe failed (the
+probe's terminationGracePeriodSeconds, else the pod's) and restart it unless the policy is Never,
+through the same back-off; keep one exited instance per container (lastState, `previous` logs);
 publish the pod's status. Returns when it wants to run again (a back-off ending).
 kill: preStop hooks, SIGTERM, SIGKILL at the grace period's end (containers in parallel), then
 remove containers, sandbox, cgroups and volumes; logs stay for the log GC.
@@ -28,7 +30,7 @@ from kubeletapi.pods.containers import container_config, container_hash, quantit
 from kubeletapi.pods.lifecycle import run_hook
 from kubeletapi.pods.node import NodeEnv
 from kubeletapi.pods.qos import qos_class
-from kubeletapi.pods.status import PodView, pod_status
+from kubeletapi.pods.status import ContainerProbes, PodView, ProbeView, pod_status
 from kubeletapi.pods.volumes import PodVolumes, VolumeError
 from kubeletapi.runtime import types as rt
 from kubeletapi.runtime.interface import Runtime
@@ -38,6 +40,8 @@ log = logging.getLogger(__name__)
 MIN_GRACE_S = 2.0  # the kubelet's minimumGracePeriodInSeconds
 CONFIG_RETRY_S = 10.0
 HOOK_TIMEOUT_S = 120.0
+PROBE_OUTPUT_MAX = 1024  # probe output kept in a terminated state's message
+UNHEALTHY = "Unhealthy"  # the kubelet's event reason for probe failures
 
 
 class SyncObserver(Protocol):
@@ -52,6 +56,14 @@ class SyncObserver(Protocol):
     def container_started(self, kind: str) -> None: ...
 
 
+class Probes(ContainerProbes, Protocol):
+    """Probe results the syncer acts on (kubeletapi.prober.ProbeManager)."""
+
+    def failure(self, pod_uid: str, container: str, container_id: str) -> tuple[str, str] | None:
+        """("liveness" | "startup", the failing probe's output) when that probe failed."""
+        ...
+
+
 @dataclass
 class _PodState:
     first_seen: float
@@ -60,6 +72,8 @@ class _PodState:
     status: PodStatus | None = None
     reported_running: bool = False
     synced: bool = False
+    # container id -> (reason, message) of an instance killed for a failed probe
+    killed: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def should_restart(policy: str, exit_code: int) -> bool:
@@ -80,6 +94,7 @@ class PodSyncer:
         volumes: PodVolumes,
         publish: Callable[[str, PodStatus | None], None],
         observer: SyncObserver | None = None,
+        probes: Probes | None = None,
     ) -> None:
         self._runtime = runtime
         self._node = node
@@ -88,6 +103,7 @@ class PodSyncer:
         self._volumes = volumes
         self._publish = publish
         self._observer = observer
+        self._probes = probes
         self._pods: dict[str, _PodState] = {}
 
     # --- sync ----------------------------------------------------------------------------------
@@ -154,11 +170,44 @@ class PodSyncer:
                     log.info("container %s of pod %s changed: restarting it", container.name, ctx.pod.metadata.name)
                     await self._stop(ctx.pod, container, latest, "the container spec changed")
                     requeue = _earliest(requeue, await self._start(ctx, container, latest.attempt + 1, "app"))
+                elif (failed := self._probe_failure(ctx.pod, container, latest)) is not None:
+                    requeue = _earliest(requeue, await self._kill_unhealthy(ctx, container, latest, *failed))
             elif latest.state is rt.ContainerState.CREATED:
                 requeue = _earliest(requeue, await self._start_existing(ctx, container, latest))
-            elif should_restart(policy, latest.exit_code):
+            elif should_restart(policy, latest.exit_code) or (latest.id in ctx.state.killed and policy != "Never"):
                 requeue = _earliest(requeue, await self._restart(ctx, container, latest, "app"))
         return requeue
+
+    def _probe_failure(self, pod: Pod, container: Container, latest: rt.ContainerStatus) -> tuple[str, str] | None:
+        if self._probes is None:
+            return None
+        return self._probes.failure(pod.metadata.uid, container.name, latest.id)
+
+    async def _kill_unhealthy(
+        self, ctx: _SyncContext, container: Container, latest: rt.ContainerStatus, kind: str, output: str
+    ) -> float | None:
+        """A failed liveness/startup probe: stop the container with the probe's grace period (else
+        the pod's), then restart it through the back-off unless the policy is Never (the
+        kubelet's computePodActions). Its message, with the probe's output, becomes the
+        terminated state's message (the kubelet itself shows reason Error, exit 137 there)."""
+        restart = (ctx.pod.spec.restart_policy or "Always") != "Never"
+        message = f"Container {container.name} failed {kind} probe"
+        if restart:
+            message += ", will be restarted"
+        if output.strip():
+            message += f": {_capped(output.strip())}"
+        probe = container.liveness_probe if kind == "liveness" else container.startup_probe
+        override = probe.termination_grace_period_seconds if probe is not None else None
+        ctx.state.killed[latest.id] = (UNHEALTHY, message)
+        await self._stop(ctx.pod, container, latest, message, override)
+        if not restart:
+            return None
+        try:
+            stopped = await self._runtime.container_status(latest.id)
+        except KubeletError as exc:
+            log.warning("cannot read container %s after stopping it: %s", latest.id, exc)
+            return CONFIG_RETRY_S
+        return await self._restart(ctx, container, stopped, "app")
 
     async def _restart(
         self, ctx: _SyncContext, container: Container, latest: rt.ContainerStatus, kind: str
@@ -212,9 +261,12 @@ class PodSyncer:
                 await self._runtime.stop_container(container_id, self._grace(ctx.pod))
         return None
 
-    async def _stop(self, pod: Pod, container: Container | None, status: rt.ContainerStatus, why: str) -> None:
+    async def _stop(
+        self, pod: Pod, container: Container | None, status: rt.ContainerStatus, why: str,
+        grace_override: int | None = None,
+    ) -> None:
         """preStop (with the grace period), then SIGTERM and SIGKILL at the deadline."""
-        grace = self._grace(pod)
+        grace = self._grace(pod) if grace_override is None else max(float(grace_override), MIN_GRACE_S)
         deadline = time.monotonic() + grace
         hook = container.lifecycle.pre_stop if container is not None and container.lifecycle else None
         if hook is not None and container is not None:
@@ -273,7 +325,10 @@ class PodSyncer:
         sandboxes, containers = await self._runtime_view(pod.metadata.uid)
         view = PodView.of(sandboxes, containers)
         now = dt.datetime.fromtimestamp(self._clock.now(), dt.UTC)
-        status = pod_status(pod, view, state.waiting, self._node.node_ip, state.start_time, state.status, now)
+        present = {c.id for c in containers}
+        state.killed = {cid: why for cid, why in state.killed.items() if cid in present}
+        probes = ProbeView(pod.metadata.uid, self._probes, state.killed)
+        status = pod_status(pod, view, state.waiting, self._node.node_ip, state.start_time, state.status, now, probes)
         state.status = status
         self._publish(pod.metadata.uid, status)
         all_running = bool(status.container_statuses) and all(
@@ -311,6 +366,10 @@ class _SyncContext:
     volumes: dict[str, rt.Mount]
     state: _PodState
     init_done: bool = True
+
+
+def _capped(output: str) -> str:
+    return output if len(output) <= PROBE_OUTPUT_MAX else output[:PROBE_OUTPUT_MAX] + "..."
 
 
 def _earliest(a: float | None, b: float | None) -> float | None:

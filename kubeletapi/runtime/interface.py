@@ -52,4 +52,10 @@ class Runtime(Protocol):
 
     async def container_status(self, container_id: str) -> ContainerStatus: ...
 
-    async def exec_sync(self, container_id: str, cmd: Sequence[str], timeout_s: float) -> ExecResult: ...
+    async def exec_sync(
+        self, container_id: str, cmd: Sequence[str], timeout_s: float, *, max_output: int | None = None
+    ) -> ExecResult:
+        """Run `cmd` in the running container and collect its exit code and output. With
+        `max_output`, at most that many bytes of each stream are kept (the rest is read and
+        dropped), so a command that floods its output costs bounded memory (exec probes)."""
+        ...

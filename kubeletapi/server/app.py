@@ -29,7 +29,7 @@ from kubeletapi.server.instrumentation import (
     InstrumentationMiddleware,
 )
 from kubeletapi.server.proxy_alias import ProxyAliasMiddleware
-from kubeletapi.server.routes import configz, debug_disabled, healthz, logs, metrics, openapi, pods, run, stats
+from kubeletapi.server.routes import configz, debug_disabled, exec, healthz, logs, metrics, openapi, pods, run, stats
 
 Role = Literal["secure", "readonly"]
 TITLE = "kubeletapi"
@@ -62,6 +62,7 @@ def api(host: Host, role: Role, debugging_handlers: bool = True) -> FastAPI:
         pods.install_debugging(app)
         logs.install(app)
         run.install(app)
+        exec.install(app)
         configz.install(app)
         openapi.install(app)
     else:

@@ -9,6 +9,7 @@ from prometheus_client.registry import Collector
 
 from kubeletapi.health import HealthCheck
 from kubeletapi.runtime.logoptions import PodLogOptions
+from kubeletapi.streaming.targets import ContainerStreams, PodPorts
 
 
 class Host(Protocol):
@@ -63,4 +64,21 @@ class Host(Protocol):
         self, namespace: str, pod: str, uid: str | None, container: str, cmd: Sequence[str]
     ) -> bytes:
         """Run `cmd` in the container; its combined output."""
+        ...
+
+    async def container_streams(
+        self, namespace: str, pod: str, uid: str | None, container: str
+    ) -> ContainerStreams:
+        """The running container for /exec and /attach: NotFound `pod does not exist` for an
+        unknown pod (404), another KubeletError `container not found ("<name>")` when the pod has
+        no such running container (500)."""
+        ...
+
+    async def pod_ports(self, namespace: str, pod: str, uid: str | None) -> PodPorts:
+        """The pod's network for /portForward: NotFound `pod does not exist`, or `pod not found`
+        for another UID (404); another KubeletError when it has no running sandbox (500)."""
+        ...
+
+    def streaming_idle_timeout(self) -> float:
+        """streamingConnectionIdleTimeout in seconds (0: none)."""
         ...

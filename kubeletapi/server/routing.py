@@ -6,9 +6,12 @@ openapi/kubeletapi.json, and the auth middleware reads it from the matched route
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar
 
-from starlette.routing import BaseRoute
+from fastapi.routing import APIRoute
+from starlette.routing import BaseRoute, Match
+from starlette.types import Receive, Scope, Send
 
 AUTHZ_KEY = "x-kubelet-authz"
 # Go's ServeMux and go-restful handlers that do not check the method accept all of these.
@@ -27,3 +30,32 @@ def route_subresources(route: BaseRoute) -> tuple[str, ...] | None:
     if not decl or not decl.get("subresources"):
         return None
     return tuple(decl["subresources"])
+
+
+WebSocketApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class UpgradableRoute(APIRoute):
+    """An HTTP route that also takes the WebSocket handshakes on its path (Go's mux serves both
+    with one handler), so app.routes stays flat and the route keeps one declaration. A handshake
+    matches as a GET and goes to `websocket_app` (an ASGI app; path parameters in
+    scope["path_params"])."""
+
+    websocket_app: ClassVar[WebSocketApp]
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        if scope["type"] != "websocket":
+            return super().matches(scope)
+        match, child = super().matches({**scope, "type": "http", "method": "GET"})
+        return (Match.NONE, {}) if match is not Match.FULL else (match, child)
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await type(self).websocket_app(scope, receive, send)
+        else:
+            await super().handle(scope, receive, send)
+
+
+def upgradable(websocket_app: WebSocketApp) -> type[APIRoute]:
+    """The route class (for route_class_override) whose handshakes go to `websocket_app`."""
+    return type("UpgradableRoute", (UpgradableRoute,), {"websocket_app": staticmethod(websocket_app)})

@@ -7,6 +7,8 @@ and a new agent re-adopts them from the state directory.
 
 Identity checks use /proc/<pid>/stat's start time, so a recycled pid is never mistaken for a
 container that has exited.
+
+Exec, attach and port-forward streams (runtime.streaming.Streamer) are in streams.py.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from typing import Protocol
 from kubeletapi.cgroups.resources import ResourceConfig
 from kubeletapi.clock import Clock
 from kubeletapi.errors import Conflict, InvalidInput, NotFound, Unavailable
-from kubeletapi.runtime.process import procfs
+from kubeletapi.runtime.process import procfs, streams
 from kubeletapi.runtime.process.state import ContainerRecord, SandboxRecord, StateDir, new_id
+from kubeletapi.runtime.streaming import StreamOptions, StreamSession
 from kubeletapi.runtime.types import (
     ContainerConfig,
     ContainerState,
@@ -80,6 +83,7 @@ class ProcessRuntime:
         namespaces: bool = False,
         log_max_size: int = 10 * 1024 * 1024,
         log_max_files: int = 5,
+        pod_ip: str = "127.0.0.1",
     ) -> None:
         self._state = StateDir(root)
         self._shim = shim
@@ -88,6 +92,7 @@ class ProcessRuntime:
         self._namespaces = namespaces
         self._log_max_size = log_max_size
         self._log_max_files = log_max_files
+        self._pod_ip = pod_ip  # pods share the host's network: port-forward connects here
         self._sandboxes, self._containers, problems = self._state.load()
         for problem in problems:
             log.error("process runtime: ignoring unreadable %s", problem)
@@ -215,31 +220,51 @@ class ProcessRuntime:
         summary's `runtime` system container)."""
         return [r.shim_pid for r in self._containers.values() if r.shim_pid and r.started_at and not r.exited]
 
-    async def exec_sync(self, container_id: str, cmd: Sequence[str], timeout_s: float) -> ExecResult:
-        record = self._container(container_id)
-        self._refresh(record)
-        if record.exited or not record.started_at:
-            raise InvalidInput(f"container {record.config.name!r} is not running")
-        args = ["exec"]
-        if self._namespaces and record.app_pid:
-            args += ["--pid", str(record.app_pid)]
-        for procs in self._procs_files(record):
-            args += ["--cgroup", str(procs.parent)]
-        if record.config.working_dir:
-            args += ["--workdir", record.config.working_dir]
-        sandbox = self._sandbox(record.sandbox_id)
-        proc = await asyncio.create_subprocess_exec(
-            str(self._shim), *args, "--", *cmd, env=self._environment(record.config, sandbox.config),
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
+    async def exec_sync(
+        self, container_id: str, cmd: Sequence[str], timeout_s: float, *, max_output: int | None = None,
+    ) -> ExecResult:
+        """Run `cmd` and collect its output. With `max_output`, only the first max_output bytes
+        of each stream are kept; the rest is read and dropped (the command never blocks on a
+        full pipe, memory stays bounded). On timeout everything it started is killed."""
+        session = await self.exec_stream(container_id, cmd, StreamOptions())
         try:
-            out, err = await asyncio.wait_for(proc.communicate(), timeout_s if timeout_s > 0 else None)
+            async with asyncio.timeout(timeout_s if timeout_s > 0 else None):
+                out, err = await streams.collect(session, max_output)
+                code = await session.wait()
         except TimeoutError:
-            os.killpg(proc.pid, signal.SIGKILL)
-            await proc.wait()
             raise Unavailable(f"command {list(cmd)} timed out after {timeout_s:g}s") from None
-        return ExecResult(proc.returncode or 0, out, err)
+        finally:
+            await session.close()
+        return ExecResult(code, out, err)
+
+    # --- streams (runtime.streaming.Streamer) ------------------------------------------------------
+    async def exec_stream(self, container_id: str, cmd: Sequence[str], opts: StreamOptions) -> StreamSession:
+        record = self._running(container_id)
+        env = self._environment(record.config, self._sandbox(record.sandbox_id).config)
+        args = self._exec_args(record)
+        if opts.tty:
+            args.append("--tty")
+            env.setdefault("TERM", "xterm")  # as containerd sets for a terminal
+        return streams.ExecSession.start([str(self._shim), *args, "--", *cmd], env, opts)
+
+    async def attach(self, container_id: str, opts: StreamOptions) -> StreamSession:
+        record = self._running(container_id)
+        if opts.stdin and not record.config.stdin:
+            raise InvalidInput(f"container {record.config.name!r} has no stdin to attach to (it was not created "
+                               "with stdin: true)")
+
+        def exit_code() -> int | None:
+            self._refresh(record)
+            return record.exit_code if record.exited else None
+
+        return streams.AttachSession.open(record.log_path, self._state.container_dir(record.id), record.config.tty,
+                                          opts, exit_code)
+
+    async def port_forward(self, sandbox_id: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        sandbox = self._sandbox(sandbox_id)
+        if not sandbox.ready:
+            raise InvalidInput(f"pod sandbox {sandbox_id} is not ready")
+        return await streams.connect(self._pod_ip, port, sandbox_id)
 
     # --- helpers -------------------------------------------------------------------------------
     def _now_ns(self) -> int:
@@ -256,6 +281,24 @@ class ProcessRuntime:
         if record is None:
             raise NotFound(f"container {container_id} not found")
         return record
+
+    def _running(self, container_id: str) -> ContainerRecord:
+        record = self._container(container_id)
+        self._refresh(record)
+        if record.exited or not record.started_at:
+            raise InvalidInput(f"container {record.config.name!r} is not running")
+        return record
+
+    def _exec_args(self, record: ContainerRecord) -> list[str]:
+        """`exec` and its options: the container's namespaces, cgroups and working directory."""
+        args = ["exec"]
+        if self._namespaces and record.app_pid:
+            args += ["--pid", str(record.app_pid)]
+        for procs in self._procs_files(record):
+            args += ["--cgroup", str(procs.parent)]
+        if record.config.working_dir:
+            args += ["--workdir", record.config.working_dir]
+        return args
 
     def _environment(self, config: ContainerConfig, sandbox: SandboxConfig) -> dict[str, str]:
         env = {"PATH": DEFAULT_PATH, "HOSTNAME": sandbox.hostname, "HOME": os.environ.get("HOME", "/root")}

@@ -19,6 +19,7 @@
  *   warnings   one line per non-fatal problem
  *   shim.log   the daemon's own diagnostics
  *   stdin      the container's stdin FIFO (--stdin)
+ *   resize     FIFO of "<cols> <rows>\n" lines, each applied to the container's pty (--tty)
  *
  * With --namespaces the daemon's child is a minimal init, PID 1 of new pid/mount/uts/ipc
  * namespaces, which forks the app as PID 2, forwards signals to it and reports its wait status.
@@ -59,6 +60,7 @@
 #define DRAIN_IDLE_MS 100     /* after the app exited: stop when output is idle this long... */
 #define DRAIN_MAX_MS 2000     /* ...or after this long, if a leftover process keeps writing */
 #define EXIT_START_ERROR 128  /* exit code recorded when the program could not be started */
+#define RESIZE_LINE_MAX 64    /* one "<cols> <rows>" request on the resize FIFO */
 
 extern char **environ;
 
@@ -983,6 +985,9 @@ struct daemon {
     int fifo_fd;   /* stdin FIFO relayed into the pty master (--tty --stdin) */
     char pending[4096]; /* stdin bytes read from the FIFO, not yet accepted by the master */
     size_t pending_len, pending_off;
+    int resize_fd; /* resize FIFO (--tty): window sizes for the pty */
+    char resize_buf[RESIZE_LINE_MAX]; /* an unfinished line read from it */
+    size_t resize_len;
     struct logfile log;
     struct stream out, err;
 };
@@ -997,6 +1002,7 @@ static void close_daemon_fds(struct daemon *d)
     close_fd(&d->chan);
     close_fd(&d->status_fd);
     close_fd(&d->fifo_fd);
+    close_fd(&d->resize_fd);
     close_fd(&d->log.fd);
     close_fd(&d->out.fd);
     close_fd(&d->err.fd);
@@ -1043,6 +1049,59 @@ static _Noreturn void record_exit(struct daemon *d, int status)
     write_exit_and_quit(d, exit_code(status), 0, WEXITSTATUS(status) ? "Error" : "Completed", "");
 }
 
+/* The control channel for the terminal size: whoever attaches writes "<cols> <rows>\n" lines
+ * (one write each, so concurrent writers never interleave). Without it a tty container still runs,
+ * only without resizing: report the problem, do not fail the start. */
+static void open_resize_fifo(struct daemon *d)
+{
+    if (mkfifoat(d->state_fd, "resize", 0600) < 0 && errno != EEXIST) {
+        diag("mkfifo resize: %s (the terminal cannot be resized)", strerror(errno));
+        return;
+    }
+    /* O_RDWR: opening never blocks, and the FIFO never reports EOF between two writers. */
+    d->resize_fd = openat(d->state_fd, "resize", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (d->resize_fd < 0)
+        diag("open resize FIFO: %s (the terminal cannot be resized)", strerror(errno));
+}
+
+/* Apply one "<cols> <rows>" line to the pty; the kernel then sends SIGWINCH to the container's
+ * foreground process group. */
+static void apply_resize(const char *line, int master)
+{
+    unsigned cols, rows;
+    char extra;
+    if (sscanf(line, "%u %u %c", &cols, &rows, &extra) != 2 || cols > USHRT_MAX || rows > USHRT_MAX) {
+        diag("resize: ignoring malformed request \"%.*s\"", RESIZE_LINE_MAX, line);
+        return;
+    }
+    struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
+    if (master >= 0 && ioctl(master, TIOCSWINSZ, &ws) < 0)
+        diag("resize the pty to %ux%u: %s", cols, rows, strerror(errno));
+}
+
+/* Read what the resize FIFO holds and apply every complete line; keep an unfinished one. */
+static void read_resizes(struct daemon *d, int master)
+{
+    ssize_t n = read(d->resize_fd, d->resize_buf + d->resize_len, sizeof d->resize_buf - 1 - d->resize_len);
+    if (n <= 0)
+        return;
+    d->resize_len += (size_t)n;
+    d->resize_buf[d->resize_len] = '\0';
+    char *line = d->resize_buf, *nl;
+    while ((nl = memchr(line, '\n', d->resize_len - (size_t)(line - d->resize_buf)))) {
+        *nl = '\0';
+        apply_resize(line, master);
+        line = nl + 1;
+    }
+    size_t rest = d->resize_len - (size_t)(line - d->resize_buf);
+    if (rest == sizeof d->resize_buf - 1) {
+        diag("resize: dropping a request longer than %d bytes", RESIZE_LINE_MAX - 1);
+        rest = 0;
+    }
+    memmove(d->resize_buf, line, rest);
+    d->resize_len = rest;
+}
+
 /* stdio of the container: pipes (or a pty) read by the daemon, stdin from the FIFO or /dev/null. */
 static const char *prepare_io(struct daemon *d, struct child_io *io)
 {
@@ -1057,6 +1116,7 @@ static const char *prepare_io(struct daemon *d, struct child_io *io)
             return "open stdin FIFO";
     }
     if (o->tty) {
+        open_resize_fifo(d);
         if (open_pty(&d->out.fd, &io->in) < 0)
             return "allocate a pty";
         io->out = io->err = io->in;
@@ -1207,16 +1267,21 @@ static int supervise(struct daemon *d)
     bool exited = false;
     int status = 0;
     long long deadline = 0;
+    /* The pty stays open until the app is reaped, even after its output ended: closing the master
+     * hangs the terminal up, and the SIGHUP would kill an app that closed its stdio and is about
+     * to exit (recorded as 129 instead of its own status). */
+    int hold = d->o->tty ? fcntl(d->out.fd, F_DUPFD_CLOEXEC, 0) : -1;
     for (;;) {
         /* The master is the stdout stream's fd, and -1 once that stream ended. */
         int master = d->o->tty ? d->out.fd : -1;
         bool relaying = !exited && d->fifo_fd >= 0 && master >= 0;
-        struct pollfd p[5] = {
+        struct pollfd p[6] = {
             {exited ? -1 : d->sig_fd, POLLIN, 0},
             {d->out.fd, POLLIN, 0},
             {d->err.fd, POLLIN, 0},
             {relaying && !d->pending_len ? d->fifo_fd : -1, POLLIN, 0},
             {relaying && d->pending_len ? master : -1, POLLOUT, 0},
+            {exited || master < 0 ? -1 : d->resize_fd, POLLIN, 0},
         };
         if (exited && d->out.fd < 0 && d->err.fd < 0)
             break;
@@ -1227,7 +1292,7 @@ static int supervise(struct daemon *d)
                 break;
             timeout = left < DRAIN_IDLE_MS ? (int)left : DRAIN_IDLE_MS;
         }
-        int n = poll(p, 5, timeout);
+        int n = poll(p, 6, timeout);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
@@ -1247,12 +1312,15 @@ static int supervise(struct daemon *d)
             stream_finish(&d->err, &d->log);
         if (p[3].revents || p[4].revents)
             relay_stdin(d, d->out.fd);
+        if (p[5].revents)
+            read_resizes(d, d->out.fd);
     }
     stream_finish(&d->out, &d->log);
     stream_finish(&d->err, &d->log);
     if (!exited)
         while (waitpid(d->child, &status, 0) < 0 && errno == EINTR)
             ;
+    close_fd(&hold);
     return container_status(d, status);
 }
 
@@ -1325,7 +1393,7 @@ static _Noreturn void daemon_main(const struct run_opts *o, int ready_fd)
     char msg[MSG_MAX];
     d.o = o;
     d.ready_fd = ready_fd;
-    d.state_fd = d.sig_fd = d.chan = d.status_fd = d.fifo_fd = -1;
+    d.state_fd = d.sig_fd = d.chan = d.status_fd = d.fifo_fd = d.resize_fd = -1;
     d.out.name = "stdout";
     d.err.name = "stderr";
     d.out.fd = d.err.fd = -1;
@@ -1451,7 +1519,9 @@ static void copy_winsize(int from, int to)
 }
 
 /* Relay between our stdio and the pty master until the child exited and its output is drained.
- * Writes block: an interactive session has one reader and one writer, both expected to keep up. */
+ * Writes block: an interactive session has one reader and one writer, both expected to keep up.
+ * The master is closed only once the child is reaped: closing it hangs the terminal up, and the
+ * SIGHUP would kill a child that closed its stdio and is about to exit. */
 static int relay_tty(int master, pid_t child)
 {
     static char buf[READ_CHUNK];
@@ -1460,10 +1530,10 @@ static int relay_tty(int master, pid_t child)
     int sig_fd = signalfd(-1, &set, SFD_CLOEXEC);
     if (sig_fd < 0)
         exec_die(126, errno, "signalfd");
-    int in = STDIN_FILENO, status = 0;
+    int in = STDIN_FILENO, out = master, status = 0;
     bool exited = false;
-    while (master >= 0) {
-        struct pollfd p[3] = {{exited ? -1 : sig_fd, POLLIN, 0}, {in, POLLIN, 0}, {master, POLLIN, 0}};
+    while (out >= 0) {
+        struct pollfd p[3] = {{exited ? -1 : sig_fd, POLLIN, 0}, {in, POLLIN, 0}, {out, POLLIN, 0}};
         int n = poll(p, 3, exited ? DRAIN_IDLE_MS : -1);
         if (n < 0 && errno == EINTR)
             continue;
@@ -1480,12 +1550,13 @@ static int relay_tty(int master, pid_t child)
         ssize_t got;
         if (p[1].revents && ((got = read(in, buf, sizeof buf)) <= 0 || write_all(master, buf, (size_t)got) < 0))
             in = -1; /* caller's stdin ended: stop relaying it, keep the output flowing */
-        if (p[2].revents && ((got = read(master, buf, sizeof buf)) <= 0 || write_all(STDOUT_FILENO, buf, (size_t)got) < 0))
-            close_fd(&master);
+        if (p[2].revents && ((got = read(out, buf, sizeof buf)) <= 0 || write_all(STDOUT_FILENO, buf, (size_t)got) < 0))
+            out = -1;
     }
     if (!exited)
         while (waitpid(child, &status, 0) < 0 && errno == EINTR)
             ;
+    close(master);
     return status;
 }
 

@@ -1,0 +1,192 @@
+"""/exec, /attach and /portForward (GET and POST; WebSocket upgrade), authorized as nodes/proxy.
+
+Checks run in the kubelet's order, on plain requests and handshakes alike: stream options (400
+`you must specify at least 1 of stdin, stdout, stderr`; port-forward handshakes: the `port` query,
+400), the pod (404 `pod does not exist`), the running container or sandbox (500, the kubelet's
+error text). A plain request that passes them gets the kubelet proxy's 500 `Upgrade request
+required`; a handshake then negotiates the subprotocol (none in common: 403) and is served by
+kubeletapi.streaming. Refused handshakes get these statuses and bodies as HTTP responses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import FastAPI, Request
+from starlette.datastructures import QueryParams
+from starlette.responses import PlainTextResponse, Response
+from starlette.types import Receive, Scope, Send
+
+from kubeletapi.errors import InvalidInput, KubeletError, NotFound
+from kubeletapi.runtime.streaming import StreamOptions
+from kubeletapi.server.host import Host
+from kubeletapi.server.routing import WebSocketApp, authz, upgradable
+from kubeletapi.streaming.asgi import AsgiWebSocket
+from kubeletapi.streaming.conn import ChannelConn
+from kubeletapi.streaming.portforward import parse_ports, serve_port_forward
+from kubeletapi.streaming.protocol import PORT_FORWARD, REMOTE_COMMAND, Subprotocol, negotiate
+from kubeletapi.streaming.remotecommand import RemoteCommand, parse_command, parse_stream_options, serve_remote_command
+from kubeletapi.streaming.targets import ContainerStreams, PodPorts
+
+Query = Sequence[tuple[str, str]]
+RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {"description": "Invalid stream options or ports"},
+    403: {"description": "Forbidden, or no common WebSocket subprotocol"},
+    404: {"description": "No such pod"},
+    500: {"description": "No such running container or sandbox, or `Upgrade request required`"},
+}
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__(body)
+        self.status = status
+        self.body = body
+
+
+def _refusal(exc: KubeletError) -> _Refused:
+    if isinstance(exc, InvalidInput):
+        return _Refused(400, str(exc))
+    return _Refused(404 if isinstance(exc, NotFound) else 500, str(exc))
+
+
+async def _container(host: Host, query: Query, path: dict[str, str]) -> tuple[StreamOptions, ContainerStreams]:
+    try:
+        opts = parse_stream_options(query)
+        return opts, await host.container_streams(path["namespace"], path["pod"], path.get("uid"), path["container"])
+    except KubeletError as exc:
+        raise _refusal(exc) from None
+
+
+async def _pod(host: Host, path: dict[str, str]) -> PodPorts:
+    try:
+        return await host.pod_ports(path["namespace"], path["pod"], path.get("uid"))
+    except KubeletError as exc:
+        raise _refusal(exc) from None
+
+
+def _subprotocol(ws: AsgiWebSocket, supported: Mapping[str, Subprotocol]) -> Subprotocol:
+    proto = negotiate(ws.offered, supported)
+    if proto is None:
+        raise _Refused(403, "")
+    return proto
+
+
+def _upgrade_required() -> Response:
+    # The kubelet's upgrade-aware proxy answers through http.Error.
+    return PlainTextResponse("Upgrade request required\n", 500, headers={"X-Content-Type-Options": "nosniff"})
+
+
+async def _plain(request: Request, port_forward: bool) -> Response:
+    """A request without upgrade: the checks, then the proxy's 500."""
+    host: Host = request.app.state.host
+    path = {k: str(v) for k, v in request.path_params.items()}
+    try:
+        if port_forward:
+            await _pod(host, path)  # ports are read from the query on WebSocket requests only
+        else:
+            await _container(host, request.query_params.multi_items(), path)
+    except _Refused as exc:
+        return PlainTextResponse(exc.body, exc.status)
+    return _upgrade_required()
+
+
+@dataclass(frozen=True)
+class _Handshake:
+    ws: AsgiWebSocket
+    host: Host
+    path: dict[str, str]
+    query: Query
+
+
+def _handshake(scope: Scope, receive: Receive, send: Send) -> _Handshake:
+    query = QueryParams(scope["query_string"]).multi_items()
+    return _Handshake(AsgiWebSocket(scope, receive, send), scope["app"].state.host, scope["path_params"], query)
+
+
+def _remote_command_app(attach: bool) -> WebSocketApp:
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        hs = _handshake(scope, receive, send)
+        try:
+            opts, container = await _container(hs.host, hs.query, hs.path)
+            proto = _subprotocol(hs.ws, REMOTE_COMMAND)
+        except _Refused as exc:
+            await hs.ws.deny(exc.status, exc.body.encode())
+            return
+        if await hs.ws.accept(proto.name):
+            conn = ChannelConn(hs.ws, proto, hs.host.streaming_idle_timeout())
+            await serve_remote_command(conn, RemoteCommand(opts, parse_command(hs.query), attach), container)
+
+    return app
+
+
+async def _port_forward_app(scope: Scope, receive: Receive, send: Send) -> None:
+    hs = _handshake(scope, receive, send)
+    try:
+        ports = _ports(hs.query)
+        pod = await _pod(hs.host, hs.path)
+        proto = _subprotocol(hs.ws, PORT_FORWARD)
+    except _Refused as exc:
+        await hs.ws.deny(exc.status, exc.body.encode())
+        return
+    if await hs.ws.accept(proto.name):
+        await serve_port_forward(ChannelConn(hs.ws, proto, hs.host.streaming_idle_timeout()), ports, pod)
+
+
+def _ports(query: Query) -> list[int]:
+    try:
+        return parse_ports([value for key, value in query if key == "port"])
+    except InvalidInput as exc:
+        raise _Refused(400, str(exc)) from None
+
+
+async def exec_(request: Request, namespace: str, pod: str, container: str) -> Response:
+    """Run `command` (repeated: argv) in the container; needs a WebSocket upgrade."""
+    return await _plain(request, port_forward=False)
+
+
+async def exec_uid(request: Request, namespace: str, pod: str, uid: str, container: str) -> Response:
+    """Same, checking the pod's UID."""
+    return await _plain(request, port_forward=False)
+
+
+async def attach(request: Request, namespace: str, pod: str, container: str) -> Response:
+    """Attach to the container's streams; needs a WebSocket upgrade."""
+    return await _plain(request, port_forward=False)
+
+
+async def attach_uid(request: Request, namespace: str, pod: str, uid: str, container: str) -> Response:
+    """Same, checking the pod's UID."""
+    return await _plain(request, port_forward=False)
+
+
+async def port_forward(request: Request, namespace: str, pod: str) -> Response:
+    """Forward the `port` ports (repeatable, comma lists) of the pod; needs a WebSocket upgrade."""
+    return await _plain(request, port_forward=True)
+
+
+async def port_forward_uid(request: Request, namespace: str, pod: str, uid: str) -> Response:
+    """Same, checking the pod's UID."""
+    return await _plain(request, port_forward=True)
+
+
+def install(app: FastAPI) -> None:
+    routes: list[tuple[str, Callable[..., Awaitable[Response]], WebSocketApp]] = [
+        ("/exec/{namespace}/{pod}/{container}", exec_, _remote_command_app(attach=False)),
+        ("/exec/{namespace}/{pod}/{uid}/{container}", exec_uid, _remote_command_app(attach=False)),
+        ("/attach/{namespace}/{pod}/{container}", attach, _remote_command_app(attach=True)),
+        ("/attach/{namespace}/{pod}/{uid}/{container}", attach_uid, _remote_command_app(attach=True)),
+        ("/portForward/{namespace}/{pod}", port_forward, _port_forward_app),
+        ("/portForward/{namespace}/{pod}/{uid}", port_forward_uid, _port_forward_app),
+    ]
+    for path, endpoint, websocket_app in routes:
+        # One route per method (distinct operation ids); the GET one also takes the handshakes.
+        for method in ("GET", "POST"):
+            app.router.add_api_route(
+                path, endpoint, methods=[method], openapi_extra=authz("proxy"), tags=[path.split("/")[1]],
+                response_class=PlainTextResponse, operation_id=f"{endpoint.__name__.rstrip('_')}_{method.lower()}",
+                status_code=101, response_description="Switching Protocols: the WebSocket stream", responses=RESPONSES,
+                route_class_override=upgradable(websocket_app) if method == "GET" else None,
+            )
