@@ -11,7 +11,7 @@ the admin client certificate, as kubectl would through the API server:
 - /containerLogs?follow=true throughput: a container that has written 100 MB of 100-byte lines
   (containerLogMaxSize raised so nothing rotates away), read from the start until 100 MB arrived;
 - probe jitter: 110 pods, each with a startup exec probe (`true`), a liveness httpGet and a
-  readiness tcpSocket probe against a loopback HTTP server run by the bench, all at periodSeconds 1;
+  readiness tcpSocket probe against a loopback HTTP server in another process, all at periodSeconds 1;
   jitter = started - scheduled of every run in a steady 30 s window (the prober's own record:
   `scheduled` is the tick a run belongs to, `started` when its handler began). A second phase runs
   110 exec liveness probes (`true`) at 1 s, the expensive kind (a process spawn each).
@@ -25,10 +25,11 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import gc
-import http.server
 import os
 import platform
+import socket
 import ssl
+import subprocess
 import sys
 import tempfile
 import threading
@@ -151,7 +152,8 @@ def exec_once(node: Node, command: str) -> tuple[float, int]:
 def streaming(node: Node, out: Results) -> None:
     manifests = node.base / "manifests"
     write(manifests, "shell", pod("shell", "exec sleep 3600"))
-    lines = "head -c 99000000 /dev/zero | tr '\\\\0' x | fold -w 99; exec sleep 3600"
+    # 1,000,000 lines of 99 bytes; fold leaves the last one unterminated, echo ends it.
+    lines = "head -c 99000000 /dev/zero | fold -w 99; echo; exec sleep 3600"
     write(manifests, "talker", pod("talker", lines))
     wait(lambda: node.running(["shell", "talker"]), 60, 0.1, "the streaming pods")
     for _ in range(5):  # warm-up
@@ -190,27 +192,25 @@ def follow_logs(node: Node) -> float:
         conn.close()
 
 
-class Target(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"ok")
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 @contextlib.contextmanager
 def probe_target() -> Iterator[int]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Target)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    """A loopback HTTP server in its own process (in this one it would compete with the agent
+    for the GIL and show up as probe jitter)."""
+    port = free_ports(1)[0]
+    server = subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tempfile.gettempdir())
     try:
-        yield server.server_address[1]
+        wait(lambda: _listening(port), 10, 0.05, "the probe target")
+        yield port
     finally:
-        server.shutdown()
-        server.server_close()
+        server.kill()
+        server.wait()
+
+
+def _listening(port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+        return True
+    return False
 
 
 def probes(node: Node, out: Results, phase: str, exec_liveness: bool) -> None:
@@ -224,6 +224,9 @@ def probes(node: Node, out: Results, phase: str, exec_liveness: bool) -> None:
             if recording.is_set():
                 with lock:
                     records.append((record.scheduled, record.started))
+
+        def worker_stopped(self, key: Any) -> None:
+            pass
 
     node.kubelet.pods.probes.add_observer(Observer())  # type: ignore[union-attr]
     with probe_target() as port:
@@ -310,7 +313,7 @@ def main() -> int:
     from kubeletapi.cli import _loop_factory  # noqa: PLC0415
 
     factory = _loop_factory()
-    loop_name = "uvloop" if factory is not None and "uvloop" in repr(factory) else "asyncio"
+    loop_name = "asyncio" if factory is None else factory.__module__.split(".")[0]
     out = Results()
     with tempfile.TemporaryDirectory(prefix="stream-bench-") as tmp:
         node = Node(Path(tmp))

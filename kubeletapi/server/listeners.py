@@ -18,7 +18,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from kubeletapi.errors import StartupError
-from kubeletapi.server.tls import TLSHttpToolsProtocol, TLSWebSocketProtocol
+from kubeletapi.server.tls import TLSHttpToolsProtocol, TLSWebSocketProtocol, WebSocketProtocol
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ class Listener:
         config = uvicorn.Config(
             spec.app,
             http=TLSHttpToolsProtocol if tls else "httptools",
-            ws=TLSWebSocketProtocol if tls else "websockets-sansio",
+            ws=TLSWebSocketProtocol if tls else WebSocketProtocol,
             lifespan="off",
             log_config=None,
             access_log=False,

@@ -115,7 +115,23 @@ class TLSHttpToolsProtocol(HttpToolsProtocol):
             self.app = _WithTLS(self.config.loaded_app, ext)
 
 
-class TLSWebSocketProtocol(WebSocketsSansIOProtocol):
+class WebSocketProtocol(WebSocketsSansIOProtocol):
+    """uvicorn's sans-I/O WebSocket protocol, quiet about handshakes refused with an HTTP answer.
+
+    A handshake the agent refuses (401, 403, 404, 405, 500 for exec) is answered through the ASGI
+    `websocket.http.response` extension; uvicorn then still logs "ASGI callable returned without
+    completing handshake." at ERROR, as if the app had forgotten to answer. Once the refusal's
+    last body message is sent the handshake is over: marking it so silences the false error and
+    changes nothing else (uvicorn has already written the response and closed the transport).
+    """
+
+    async def send(self, message: Any) -> None:
+        await super().send(message)
+        if message["type"] == "websocket.http.response.body" and not message.get("more_body", False):
+            self.handshake_complete = True
+
+
+class TLSWebSocketProtocol(WebSocketProtocol):
     """WebSocket protocol (after an upgrade on a TLS connection) that adds the TLS extension."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:

@@ -4,6 +4,7 @@ authorization of handshakes."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
@@ -52,14 +53,17 @@ def test_plain_requests(agent: Agent, method: str, path: str, status: int, body:
         pytest.param("/portForward/default/nopod?port=80", 404, NO_POD, id="pf-pod"),
     ],
 )
-def test_handshake_refusals(agent: Agent, path: str, status: int, body: str) -> None:
+def test_handshake_refusals(agent: Agent, path: str, status: int, body: str, caplog: pytest.LogCaptureFixture) -> None:
     assert refused(agent, path) == (status, body.encode())
+    # an HTTP answer completes the handshake: no false "returned without completing handshake" error
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
 
 
 @pytest.mark.parametrize("path", ["/exec/ns/p/c?output=1&command=ls", "/attach/ns/p/c?output=1",
                                   "/portForward/ns/p?port=80", "/run/ns/p/c", "/containerLogs/ns/p/c"])
-def test_read_only_port_handshakes_get_405(agent: Agent, path: str) -> None:
+def test_read_only_port_handshakes_get_405(agent: Agent, path: str, caplog: pytest.LogCaptureFixture) -> None:
     assert refused(agent, path, listener="read-only") == (405, b"Debug endpoints are disabled.\n")
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
 
 
 def test_disabled_debugging_handlers_refuse_handshakes(start_agent: Callable[..., Agent]) -> None:
