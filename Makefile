@@ -57,6 +57,7 @@ bench: venv deb
 	$(BIN)/python bench/http_bench.py
 	$(BIN)/python bench/pod_bench.py
 	$(BIN)/python bench/stats_bench.py
+	$(BIN)/python bench/stream_bench.py
 
 clean:
 	rm -rf $(VENV) .run .mypy_cache .pytest_cache .ruff_cache

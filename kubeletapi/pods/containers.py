@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping
 
 from kubeletapi.api.core_v1 import Container, EnvVar, Pod
+from kubeletapi.api.expansion import expand
 from kubeletapi.api.quantity import Quantity
 from kubeletapi.cgroups.resources import (
     ContainerResources,
@@ -31,20 +32,7 @@ from kubeletapi.pods.node import NodeEnv
 from kubeletapi.pods.qos import qos_class
 from kubeletapi.runtime import types as rt
 
-_REF = re.compile(r"\$\$|\$\(([A-Za-z_][-._A-Za-z0-9]*)\)")
 _FIELD_INDEX = re.compile(r"^metadata\.(labels|annotations)\['(.+)'\]$")
-
-
-def expand(text: str, env: Mapping[str, str]) -> str:
-    """$(VAR) -> env[VAR] when defined, $$ -> $, anything else left as written."""
-
-    def sub(match: re.Match[str]) -> str:
-        if match.group(0) == "$$":
-            return "$"
-        name = match.group(1)
-        return env[name] if name in env else match.group(0)
-
-    return _REF.sub(sub, text)
 
 
 def container_hash(container: Container) -> str:

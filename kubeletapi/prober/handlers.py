@@ -27,10 +27,11 @@ import time
 from collections.abc import Awaitable, Sequence
 from typing import Protocol
 
-import grpc  # type: ignore[import-untyped]  # no stubs in the environment (types-grpcio is not a dependency)
+import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc  # type: ignore[import-untyped]
 
 from kubeletapi.api.core_v1 import Container, GRPCAction, Probe, TCPSocketAction
+from kubeletapi.api.expansion import expand
 from kubeletapi.errors import KubeletError
 from kubeletapi.prober.httpget import dial_error, http_probe, request_headers, tls_context
 from kubeletapi.prober.results import Outcome, Result
@@ -65,6 +66,13 @@ def join_host_port(host: str, port: int) -> str:
 def _seconds(timeout_s: float) -> str:
     """Go's time.Duration text for whole and fractional seconds (1s, 1.5s)."""
     return f"{timeout_s:g}s"
+
+
+def static_command(command: Sequence[str], container: Container) -> list[str]:
+    """The kubelet's ExpandContainerCommandOnlyStatic: $(VAR) of the container's plain `value`
+    env vars (not valueFrom ones, which only the runtime knows) expanded in an exec probe's command."""
+    env = {var.name: var.value for var in container.env if var.value_from is None}
+    return [expand(part, env) for part in command]
 
 
 async def exec_probe(executor: Executor, container_id: str, command: Sequence[str], timeout_s: float) -> Outcome:
@@ -150,9 +158,9 @@ class ProbeRunner:
     async def _once(self, probe: Probe, container: Container, container_id: str, pod_ip: str) -> Outcome:
         timeout_s = float(probe.timeout_seconds or 1)
         if probe.exec is not None:
+            command = static_command(probe.exec.command, container)
             async with self._exec_slots:
-                return await self._bounded(exec_probe(self._executor, container_id, probe.exec.command, timeout_s),
-                                           timeout_s)
+                return await self._bounded(exec_probe(self._executor, container_id, command, timeout_s), timeout_s)
         try:
             return await self._bounded(self._network(probe, container, pod_ip, timeout_s), timeout_s)
         except ValueError as exc:  # the port does not resolve

@@ -9,22 +9,25 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from concurrent import futures
 from dataclasses import dataclass, field
 
-import grpc  # type: ignore[import-untyped]
+import grpc
 import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc  # type: ignore[import-untyped]
 
 from kubeletapi.api.core_v1 import (
     Container,
     ContainerPort,
+    EnvVar,
+    EnvVarSource,
     ExecAction,
     GRPCAction,
     HTTPGetAction,
+    ObjectFieldSelector,
     Probe,
     TCPSocketAction,
 )
 from kubeletapi.errors import InvalidInput, Unavailable
 from kubeletapi.prober import handlers
-from kubeletapi.prober.handlers import MAX_OUTPUT, ProbeRunner, exec_probe, grpc_probe, tcp_probe
+from kubeletapi.prober.handlers import MAX_OUTPUT, ProbeRunner, exec_probe, grpc_probe, static_command, tcp_probe
 from kubeletapi.prober.httpget import http_probe, tls_context
 from kubeletapi.prober.results import Outcome, Result
 from kubeletapi.runtime.types import ExecResult
@@ -313,3 +316,12 @@ def test_port_resolution(port: int | str, want: int | str) -> None:
 def test_http_get_url(action: HTTPGetAction, url: str) -> None:
     c = Container(name="c", ports=[ContainerPort(name="web", container_port=9000)])
     assert action.url(c, "10.0.0.5") == url
+
+
+def test_exec_probe_commands_expand_static_env_only() -> None:
+    container = Container(name="c", env=[
+        EnvVar(name="PORT", value="8080"),
+        EnvVar(name="POD", value_from=EnvVarSource(field_ref=ObjectFieldSelector(field_path="metadata.name"))),
+    ])
+    command = ["check", "--port=$(PORT)", "--pod=$(POD)", "$$(PORT)", "$(MISSING)"]
+    assert static_command(command, container) == ["check", "--port=8080", "--pod=$(POD)", "$(PORT)", "$(MISSING)"]
