@@ -53,12 +53,16 @@ def read_str(path: Path | str) -> str:
     return "" if data is None else data.decode(errors="replace").strip()
 
 
-def read_int(path: Path | str) -> int | None:
-    """An optional one-integer file (/proc/sys/kernel/pid_max); None when unreadable or not a number."""
-    data = read_optional(path)
+def to_int(data: bytes | None) -> int | None:
+    """The integer a small file holds (int() skips surrounding whitespace); None when absent or not a number."""
     if data is None:
         return None
     try:
         return int(data)
     except ValueError:
         return None
+
+
+def read_int(path: Path | str) -> int | None:
+    """An optional one-integer file (/proc/sys/kernel/pid_max); None when unreadable or not a number."""
+    return to_int(read_optional(path))

@@ -19,7 +19,7 @@ from typing import Protocol
 from kubeletapi.cgroups.layout import cgroup_parts
 from kubeletapi.cgroups.stats import CgroupSample
 from kubeletapi.errors import Unavailable
-from kubeletapi.procread import read_bytes
+from kubeletapi.procread import read_bytes, to_int
 
 # A file this cgroup does not have (controller off, older kernel, the root) or that vanished with
 # it: ENODEV is what a read gets when the cgroup is removed after the open.
@@ -144,15 +144,6 @@ def relative(path: str) -> str:
 
 def join(mount: str, rel: str) -> str:
     return f"{mount}/{rel}" if rel else mount
-
-
-def to_int(data: bytes | None) -> int | None:
-    if data is None:
-        return None
-    try:
-        return int(data)
-    except ValueError:
-        return None
 
 
 def limit(data: bytes | None) -> int | None:

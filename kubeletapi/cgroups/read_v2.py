@@ -32,13 +32,13 @@ from kubeletapi.cgroups.read_common import (
     limit,
     relative,
     scaled,
-    to_int,
     value,
     working_set,
 )
 from kubeletapi.cgroups.resources import MAX_SHARES, MAX_WEIGHT, MIN_SHARES, MIN_WEIGHT
 from kubeletapi.cgroups.stats import CgroupSample, CgroupSpec, CpuStats, DiskIOStats, MemoryStats
 from kubeletapi.errors import InvalidInput
+from kubeletapi.procread import to_int
 
 NS_PER_US = 1000
 KIB = 1024
