@@ -5,10 +5,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 # Debian packages the test suite and benchmarks need (installed only when running as root).
 # prometheus (promtool and a real scraper for the tests), prometheus-node-exporter (the bench peer);
-# later issues add influxdb, containerd here: this is the one list.
-DEB_PACKAGES := wrk curl prometheus prometheus-node-exporter
+# containerd, runc and the CNI plugins (the CRI runtime under the contract suite), busybox-static and
+# umoci (its images, built locally: no registry); later issues add influxdb here: this is the one list.
+DEB_PACKAGES := wrk curl prometheus prometheus-node-exporter containerd runc containernetworking-plugins busybox-static umoci
 
-.PHONY: all venv deb run test lint typecheck importlint pytest openapi bench clean
+.PHONY: all venv deb run test lint typecheck importlint pytest openapi proto bench clean
 
 all: test
 
@@ -53,11 +54,16 @@ test: venv deb lint typecheck importlint pytest
 openapi: venv
 	$(BIN)/python -m kubeletapi.openapi_doc > openapi/kubeletapi.json
 
+# The CRI client's stubs from kubeletapi/runtime/cri/api.proto (committed; a test checks they match).
+proto: venv
+	PYTHON=$(BIN)/python scripts/cri_proto.sh
+
 bench: venv deb
 	$(BIN)/python bench/http_bench.py
 	$(BIN)/python bench/pod_bench.py
 	$(BIN)/python bench/stats_bench.py
 	$(BIN)/python bench/stream_bench.py
+	$(BIN)/python bench/cri_bench.py
 
 clean:
 	rm -rf $(VENV) .run .mypy_cache .pytest_cache .ruff_cache

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cri.fixtures import cri_env  # noqa: F401 - the session's private containerd, for any test
 from tests.helpers import Agent, agent_args
 
 

@@ -21,6 +21,7 @@ from kubeletapi import nodeinfo
 from kubeletapi.aio import cancel_and_wait
 from kubeletapi.clock import Clock, RealClock
 from kubeletapi.config import KubeletConfiguration, NodeOptions, redacted
+from kubeletapi.errors import KubeletError
 from kubeletapi.health import HealthCheck, LogFlushMonitor, PingCheck, SyncLoopCheck
 from kubeletapi.kubelet import streams
 from kubeletapi.kubelet.pods import PodServices
@@ -59,6 +60,7 @@ class Kubelet:
         self._sync_entry = 0.0
         self._configz: dict[str, Any] | None = None
         self._sync_handlers: list[Callable[[], Awaitable[None]]] = []
+        self._sync_errors: dict[str, str] = {}  # handler -> its last KubeletError (logged once)
         self._serving_not_after: float | None = None
         # Real time on purpose: the flush thread waits in real time, whatever clock runs the loops.
         self._log_monitor = LogFlushMonitor(RealClock())
@@ -115,11 +117,11 @@ class Kubelet:
         self, namespace: str, pod: str, uid: str | None, container: str
     ) -> ContainerStreams:
         pods = self._pods()
-        return await streams.container_streams(pods, pods.process_runtime, namespace, pod, uid, container)
+        return await streams.container_streams(pods, pods.streamer, namespace, pod, uid, container)
 
     async def pod_ports(self, namespace: str, pod: str, uid: str | None) -> PodPorts:
         pods = self._pods()
-        return await streams.pod_ports(pods, pods.process_runtime, namespace, pod, uid)
+        return await streams.pod_ports(pods, pods.streamer, namespace, pod, uid)
 
     def streaming_idle_timeout(self) -> float:
         return self.cfg.streaming_connection_idle_timeout.seconds
@@ -214,10 +216,18 @@ class Kubelet:
         while True:
             self._sync_entry = self.clock.monotonic()
             for handler in self._sync_handlers:
+                name = getattr(handler, "__qualname__", str(handler))
                 try:
                     await handler()
+                except KubeletError as exc:  # the runtime is down, say: once per new error, no traceback
+                    if self._sync_errors.get(name) != str(exc):
+                        log.warning("sync handler %s failed: %s", name, exc)
+                    self._sync_errors[name] = str(exc)
+                    continue
                 except Exception:
-                    log.exception("sync handler %s failed", getattr(handler, "__qualname__", handler))
+                    log.exception("sync handler %s failed", name)
+                if self._sync_errors.pop(name, None) is not None:
+                    log.info("sync handler %s recovered", name)
             await self.clock.sleep(SYNC_LOOP_PERIOD_S)
 
 

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +25,12 @@ from kubeletapi.api.quantity import Quantity
 from kubeletapi.cgroups import detect, new_writer
 from kubeletapi.clock import Clock
 from kubeletapi.config import KubeletConfiguration, NodeOptions
-from kubeletapi.errors import InvalidInput, KubeletError, NotFound, StartupError, Unavailable
+from kubeletapi.errors import InvalidInput, KubeletError, NotFound, Unavailable
 from kubeletapi.metrics.pods import PodMetrics
 from kubeletapi.metrics.runtime import InstrumentedRuntime
 from kubeletapi.pods.backoff import Backoff
 from kubeletapi.pods.loggc import LogGC
+from kubeletapi.pods.logrotation import ContainerLogRotator
 from kubeletapi.pods.manager import PodManager
 from kubeletapi.pods.node import NodeEnv
 from kubeletapi.pods.pleg import PLEG
@@ -38,10 +39,13 @@ from kubeletapi.pods.sync import PodSyncer
 from kubeletapi.pods.volumes import PodVolumes
 from kubeletapi.prober import ProbeManager
 from kubeletapi.runtime import types as rt
+from kubeletapi.runtime.cri import CRIRuntime
+from kubeletapi.runtime.interface import Runtime
 from kubeletapi.runtime.logoptions import PodLogOptions, require_stream_supported
 from kubeletapi.runtime.logs import read_logs
 from kubeletapi.runtime.process.runtime import ProcessRuntime
 from kubeletapi.runtime.process.shimbuild import shim_path
+from kubeletapi.runtime.streaming import Streamer
 from kubeletapi.stats.inventory import ContainerRef, PodRef, VolumeRef
 
 log = logging.getLogger(__name__)
@@ -74,29 +78,77 @@ def _isolation() -> bool:
         return False
 
 
+def _cgroup_mounts() -> list[Path]:
+    """Every cgroup hierarchy's mount point (v1 controllers and a hybrid unified mount)."""
+    with contextlib.suppress(OSError, KubeletError):
+        layout = detect()
+        return [h.mount_point for h in layout.hierarchies] + ([layout.unified] if layout.unified else [])
+    return []
+
+
+class RuntimeProcesses:
+    """The CRI runtime's own processes (containerd and its shims) for the summary's `runtime`
+    system container, found by name and refreshed at most once a minute."""
+
+    NAMES = ("containerd", "containerd-shim", "containerd-shim-runc-v2", "crio", "conmon")
+    REFRESH_S = 60.0
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._pids: list[int] = []
+        self._at = float("-inf")
+
+    def __call__(self) -> list[int]:
+        now = self._clock.monotonic()
+        if now - self._at >= self.REFRESH_S:
+            self._pids = [p.pid for p in psutil.process_iter(["name"]) if p.info["name"] in self.NAMES]
+            self._at = now
+        return self._pids
+
+
 class PodServices:
-    """Everything that runs pods, built from the configuration."""
+    """Everything that runs pods, built from the configuration: the process runtime by default,
+    a CRI runtime (containerd) with --container-runtime=remote."""
 
     def __init__(self, cfg: KubeletConfiguration, opts: NodeOptions, node_name: str, node_ip: str,
                  clock: Clock, metrics: PodMetrics) -> None:
-        if opts.container_runtime != "process":
-            raise StartupError("--container-runtime=remote (CRI) is not available yet; use the process runtime")
         isolated = _isolation()
+        opts.root_dir.mkdir(parents=True, exist_ok=True)  # the kubelet's root directory (pods, stats' rootFs)
+        runtime: Runtime
+        streamer: Streamer
+        self.runtime_pids: Callable[[], Sequence[int]]
+        self.cri: CRIRuntime | None
+        if opts.container_runtime == "remote":
+            # A CRI runtime isolates every container itself; pods always get a cgroup_parent (a
+            # sandbox without one breaks ListPodSandboxStats), created with the pod's limits when root.
+            cri = CRIRuntime(cfg.container_runtime_endpoint, cgroups=new_writer(detect()) if isolated else None,
+                             cgroup_mounts=_cgroup_mounts())
+            runtime, streamer, self.cri = cri, cri, cri
+            self.runtime_pids = RuntimeProcesses(clock)
+            # containerd never rotates: the kubelet's container log manager does (the process
+            # runtime's shim rotates by itself).
+            self._log_rotator: ContainerLogRotator | None = ContainerLogRotator(
+                cri, Quantity.parse(cfg.container_log_max_size).value(), cfg.container_log_max_files, clock)
+            isolated = True
+        else:
+            process = ProcessRuntime(
+                opts.root_dir / "runtime" / "process", shim_path(), clock,
+                cgroups=new_writer(detect()) if isolated else None, namespaces=isolated,
+                log_max_size=Quantity.parse(cfg.container_log_max_size).value(),
+                log_max_files=cfg.container_log_max_files,
+            )
+            if not isolated:
+                log.warning("not running as root: pods get no cgroups, namespaces or volume mounts")
+            runtime, streamer, self.cri = process, process, None
+            self._log_rotator = None
+            self.runtime_pids = process.shim_pids
         self.node = node_env(cfg, opts, node_name, node_ip, isolated)
-        log_max = Quantity.parse(cfg.container_log_max_size).value()
-        runtime = ProcessRuntime(
-            opts.root_dir / "runtime" / "process", shim_path(), clock,
-            cgroups=new_writer(detect()) if isolated else None, namespaces=isolated,
-            log_max_size=log_max, log_max_files=cfg.container_log_max_files,
-        )
-        if not isolated:
-            log.warning("not running as root: pods get no cgroups, namespaces or volume mounts")
-        self.process_runtime = runtime
+        self.streamer = streamer
         self.runtime = InstrumentedRuntime(runtime, metrics)
         self.pleg = PLEG(self.runtime, clock, metrics)
         self.probes = ProbeManager(self.runtime, clock, self._pod_status, self._probe_changed,
                                    user_agent=probe_user_agent())
-        syncer = PodSyncer(self.runtime, self.node, clock, Backoff(clock), PodVolumes(self.node),
+        self._syncer = syncer = PodSyncer(self.runtime, self.node, clock, Backoff(clock), PodVolumes(self.node),
                            self._publish, metrics, self.probes)
         self.sources = self._sources(cfg, node_name, clock)
         self.manager = PodManager(syncer, self.pleg, clock, cfg.max_pods, [name for name, _ in self.sources],
@@ -124,7 +176,14 @@ class PodServices:
         return sources
 
     async def start(self) -> None:
+        if self.cri is not None:
+            version = await self.cri.check()
+            log.info("container runtime %s %s (CRI %s) at %s", version.runtime_name, version.runtime_version,
+                     version.runtime_api_version, self.cri.endpoint)
+            self._syncer.id_scheme = version.runtime_name
         await self.pleg.relist()  # re-adopted containers are known before the first sync
+        if self._log_rotator is not None:
+            self._tasks.append(asyncio.create_task(self._log_rotator.run(), name="container-log-rotation"))
         for name, source in self.sources:
             self._tasks.append(asyncio.create_task(source.run(self.manager.apply), name=f"source-{name}"))
 
@@ -133,6 +192,8 @@ class PodServices:
         self._tasks.clear()
         await self.probes.stop()
         await self.manager.stop()
+        if self.cri is not None:
+            await self.cri.close()
 
     # --- Host: pods ----------------------------------------------------------------------------
     def pod_list(self) -> dict[str, Any]:
@@ -218,6 +279,12 @@ class PodServices:
                 (self._container_ref(sandbox, c) for c in containers if c.sandbox_id == sandbox.id),
                 key=lambda c: (c.name, -c.created_ns),
             ))
+            if self.cri is not None and sandbox.cgroup_parent:  # the pause container, for cAdvisor
+                refs += (ContainerRef(
+                    name="", id=sandbox.id, image=sandbox.image, created_ns=sandbox.created_at,
+                    started_ns=sandbox.created_at, running=True, cgroup=f"{sandbox.cgroup_parent}/{sandbox.id}",
+                    sandbox=True,
+                ),)
             spec = specs.get(uid)
             out.append(PodRef(
                 uid=uid, name=sandbox.meta.name, namespace=sandbox.meta.namespace, created_ns=sandbox.created_at,
@@ -226,9 +293,6 @@ class PodServices:
                 containers=refs, volumes=self._volume_refs(spec) if spec is not None else (),
             ))
         return sorted(out, key=lambda p: (p.namespace, p.name, p.uid))
-
-    def runtime_pids(self) -> list[int]:
-        return self.process_runtime.shim_pids()
 
     def _container_ref(self, sandbox: rt.Sandbox, c: rt.ContainerStatus) -> ContainerRef:
         running = c.state is rt.ContainerState.RUNNING

@@ -17,6 +17,7 @@ from kubeletapi.cgroups.resources import QOSClass, qos_parent
 from kubeletapi.clock import Clock
 from kubeletapi.config import KubeletConfiguration, NodeOptions
 from kubeletapi.errors import KubeletError
+from kubeletapi.kubelet.cristats import CRIStatsSource
 from kubeletapi.kubelet.pods import PodServices
 from kubeletapi.metrics.cadvisor import render_cadvisor
 from kubeletapi.metrics.resource import render_resource
@@ -44,7 +45,7 @@ class StatsServices:
         config = CollectorConfig(
             node_name=node_name,
             root_dir=opts.root_dir,
-            runtime_dir=opts.root_dir / "runtime",
+            runtime_dir=None if pods.cri is not None else opts.root_dir / "runtime",
             pod_logs_dir=node.pod_logs_dir,
             pods_cgroup=qos_parent(node.cgroup_root, QOSClass.GUARANTEED) if node.isolated else None,
             agent_pid=os.getpid(),
@@ -52,10 +53,14 @@ class StatsServices:
             kubelet_cgroup=cfg.kubelet_cgroups,
             system_cgroup=cfg.system_cgroups,
         )
-        self.collector = Collector(config, _reader(), lambda: int(clock.now() * 1e9))
+        def now_ns() -> int:
+            return int(clock.now() * 1e9)
+
+        self.collector = Collector(config, _reader(), now_ns)
         self._cache = RenderCache(clock.monotonic)
         self.housekeeper = Housekeeper(self.collector, pods, clock, opts.housekeeping_interval.seconds,
-                                       cfg.volume_stats_agg_period.seconds or 60.0, self._prepare)
+                                       cfg.volume_stats_agg_period.seconds or 60.0, self._prepare,
+                                       CRIStatsSource(pods.cri, now_ns) if pods.cri is not None else None)
 
     async def start(self) -> None:
         await self.housekeeper.start()

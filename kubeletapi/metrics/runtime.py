@@ -19,6 +19,7 @@ from kubeletapi.runtime.types import (
     ContainerConfig,
     ContainerStatus,
     ExecResult,
+    Image,
     RuntimeVersion,
     Sandbox,
     SandboxConfig,
@@ -83,6 +84,12 @@ class InstrumentedRuntime:
         self, container_id: str, cmd: Sequence[str], timeout_s: float, *, max_output: int | None = None
     ) -> ExecResult:
         return await self._call("exec_sync", self.inner.exec_sync(container_id, cmd, timeout_s, max_output=max_output))
+
+    async def image_status(self, image: str) -> Image | None:
+        return await self._call("image_status", self.inner.image_status(image))
+
+    async def pull_image(self, image: str, sandbox: SandboxConfig | None = None) -> str:
+        return await self._call("pull_image", self.inner.pull_image(image, sandbox))
 
     # Streams (runtime.streaming.Streamer): what is timed is opening the session, as the kubelet
     # times its Exec/Attach/PortForward CRI calls, not the session itself.

@@ -149,7 +149,9 @@ def container_config(
     """The runtime config of attempt `attempt` of `container` (kind "init" or "app")."""
     env = environment(pod, container, node)
     env_map = dict(env)
-    command = tuple(expand(part, env_map) for part in (*container.command, *container.args))
+    spec_command = tuple(expand(part, env_map) for part in container.command)
+    spec_args = tuple(expand(part, env_map) for part in container.args)
+    command = (*spec_command, *spec_args)
     if not container.command:
         command = ()  # the image's entrypoint would come first: the process runtime cannot know it
     meta = pod.metadata
@@ -163,4 +165,5 @@ def container_config(
                 rt.CONTAINER_NAME: container.name},
         annotations={rt.CONTAINER_HASH: container_hash(container), rt.RESTART_COUNT: str(attempt),
                      rt.CONTAINER_TYPE: kind, rt.GRACE_PERIOD: str(30 if grace is None else grace)},
+        spec_command=spec_command, spec_args=spec_args,
     )

@@ -214,11 +214,13 @@ def pod_status(
     previous: PodStatus | None,
     now: dt.datetime,
     probes: ProbeView = _NO_PROBES,
+    scheme: str = CONTAINER_ID_SCHEME,
 ) -> PodStatus:
-    init = [container_status(c, view, waiting.get(c.name)) for c in pod.spec.init_containers]
+    """`scheme` prefixes container ids (`containerd://...`): the runtime's name, as the kubelet's."""
+    init = [container_status(c, view, waiting.get(c.name), scheme) for c in pod.spec.init_containers]
     for status in init:  # as the kubelet's prober marks it: a completed init container is ready
         status.ready = _succeeded(status)
-    app = [container_status(c, view, waiting.get(c.name), probes=probes) for c in pod.spec.containers]
+    app = [container_status(c, view, waiting.get(c.name), scheme, probes) for c in pod.spec.containers]
     pod_phase = phase(pod, init, app)
     conds = conditions(view, init, app, pod_phase)
     _carry_transitions(conds, previous.conditions if previous is not None else (), now.replace(microsecond=0))

@@ -5,7 +5,9 @@ or restart app containers per restartPolicy with CrashLoopBackOff; restart a run
 whose spec hash changed; kill a running container whose liveness or startup probe failed (the
 probe's terminationGracePeriodSeconds, else the pod's) and restart it unless the policy is Never,
 through the same back-off; keep one exited instance per container (lastState, `previous` logs);
-publish the pod's status. Returns when it wants to run again (a back-off ending).
+publish the pod's status. Before a container is created its image is ensured by its pull policy
+(images.ImageManager: ErrImagePull, ImagePullBackOff...). Returns when it wants to run again (a
+back-off ending).
 kill: preStop hooks, SIGTERM, SIGKILL at the grace period's end (containers in parallel), then
 remove containers, sandbox, cgroups and volumes; logs stay for the log GC.
 """
@@ -24,13 +26,14 @@ from kubeletapi.api.core_v1 import Container, Pod, PodStatus
 from kubeletapi.cgroups.resources import QOSClass, pod_cgroup_path, pod_resource_config
 from kubeletapi.clock import Clock
 from kubeletapi.config.durations import Duration
-from kubeletapi.errors import InvalidInput, KubeletError
+from kubeletapi.errors import InvalidInput, KubeletError, Unavailable
 from kubeletapi.pods.backoff import Backoff
 from kubeletapi.pods.containers import container_config, container_hash, quantities
+from kubeletapi.pods.images import ImageManager
 from kubeletapi.pods.lifecycle import run_hook
 from kubeletapi.pods.node import NodeEnv
 from kubeletapi.pods.qos import qos_class
-from kubeletapi.pods.status import ContainerProbes, PodView, ProbeView, pod_status
+from kubeletapi.pods.status import CONTAINER_ID_SCHEME, ContainerProbes, PodView, ProbeView, pod_status
 from kubeletapi.pods.volumes import PodVolumes, VolumeError
 from kubeletapi.runtime import types as rt
 from kubeletapi.runtime.interface import Runtime
@@ -39,6 +42,7 @@ log = logging.getLogger(__name__)
 
 MIN_GRACE_S = 2.0  # the kubelet's minimumGracePeriodInSeconds
 CONFIG_RETRY_S = 10.0
+RUNTIME_RETRY_S = 2.0  # the runtime is unreachable: try again soon (it is usually restarting)
 HOOK_TIMEOUT_S = 120.0
 PROBE_OUTPUT_MAX = 1024  # probe output kept in a terminated state's message
 UNHEALTHY = "Unhealthy"  # the kubelet's event reason for probe failures
@@ -74,6 +78,7 @@ class _PodState:
     synced: bool = False
     # container id -> (reason, message) of an instance killed for a failed probe
     killed: dict[str, tuple[str, str]] = field(default_factory=dict)
+    runtime_down: bool = False  # the last sync could not reach the runtime (logged once)
 
 
 def should_restart(policy: str, exit_code: int) -> bool:
@@ -95,6 +100,7 @@ class PodSyncer:
         publish: Callable[[str, PodStatus | None], None],
         observer: SyncObserver | None = None,
         probes: Probes | None = None,
+        images: ImageManager | None = None,
     ) -> None:
         self._runtime = runtime
         self._node = node
@@ -104,7 +110,11 @@ class PodSyncer:
         self._publish = publish
         self._observer = observer
         self._probes = probes
+        self._images = images if images is not None else ImageManager(runtime, clock)
         self._pods: dict[str, _PodState] = {}
+        # The scheme of container ids in statuses: the runtime's name (containerd://<id>), set by
+        # the wiring once the runtime has answered Version.
+        self.id_scheme = CONTAINER_ID_SCHEME
 
     # --- sync ----------------------------------------------------------------------------------
     async def sync(self, pod: Pod) -> float | None:
@@ -112,8 +122,12 @@ class PodSyncer:
         state = self._pods.setdefault(uid, _PodState(first_seen=self._clock.now()))
         began = time.perf_counter()
         state.waiting = {}
-        requeue = await self._sync(pod, state)
-        await self._report(pod, state)
+        try:
+            requeue = await self._sync(pod, state)
+            await self._report(pod, state)
+        except Unavailable as exc:
+            self._runtime_down(pod, state, exc)
+            return RUNTIME_RETRY_S
         if self._observer is not None:
             self._observer.pod_synced("sync" if state.synced else "create", time.perf_counter() - began)
         state.synced = True
@@ -128,14 +142,15 @@ class PodSyncer:
             self._wait_all(pod, state, "ContainerCreating", str(exc))
             return CONFIG_RETRY_S
         if ready:
-            sandbox_id = ready[0].id
+            sandbox_id, sandbox_attempt = ready[0].id, ready[0].meta.attempt
         else:
-            sandbox_id = await self._runtime.run_pod_sandbox(self._sandbox_config(pod, len(sandboxes)))
+            sandbox_attempt = len(sandboxes)
+            sandbox_id = await self._runtime.run_pod_sandbox(self._sandbox_config(pod, sandbox_attempt))
             state.start_time = state.start_time or dt.datetime.now(dt.UTC).replace(microsecond=0)
             if self._observer is not None:
                 self._observer.pod_started(True, len(pod.spec.all_containers()))
         view = PodView.of(sandboxes, containers)
-        ctx = _SyncContext(pod, sandbox_id, view, volumes, state)
+        ctx = _SyncContext(pod, sandbox_id, view, volumes, state, sandbox_attempt)
         requeue = await self._sync_init(ctx)
         if ctx.init_done:
             requeue = _earliest(requeue, await self._sync_app(ctx))
@@ -227,6 +242,11 @@ class PodSyncer:
         return await self._start(ctx, container, latest.attempt + 1, kind)
 
     async def _start(self, ctx: _SyncContext, container: Container, attempt: int, kind: str) -> float | None:
+        sandbox = self._sandbox_config(ctx.pod, ctx.sandbox_attempt)
+        image = await self._images.ensure(ctx.pod.metadata.uid, container.image, container.image_pull_policy, sandbox)
+        if not image.ok:  # ErrImagePull, ImagePullBackOff...: retry when the back-off ends
+            ctx.state.waiting[container.name] = (image.reason, image.message)
+            return image.retry_s if image.retry_s is not None else CONFIG_RETRY_S
         try:
             config = container_config(ctx.pod, container, attempt, kind, self._node, ctx.volumes)
             container_id = await self._runtime.create_container(ctx.sandbox_id, config)
@@ -321,14 +341,31 @@ class PodSyncer:
         containers = [c for c in await self._runtime.list_containers() if c.sandbox_id in ids]
         return sandboxes, containers
 
+    def _runtime_down(self, pod: Pod, state: _PodState, exc: Unavailable) -> None:
+        """The runtime cannot be reached: a pod already reported keeps its last status (its
+        containers run on, unseen); a new one shows its containers waiting on the runtime."""
+        if not state.runtime_down:
+            log.warning("pod %s/%s: waiting on the container runtime: %s", pod.metadata.namespace,
+                        pod.metadata.name, exc)
+        state.runtime_down = True
+        if state.status is not None and state.status.container_statuses:
+            return
+        self._wait_all(pod, state, "ContainerCreating", str(exc))
+        now = dt.datetime.fromtimestamp(self._clock.now(), dt.UTC)
+        state.status = pod_status(pod, PodView.of([], []), state.waiting, self._node.node_ip, state.start_time,
+                                  state.status, now, scheme=self.id_scheme)
+        self._publish(pod.metadata.uid, state.status)
+
     async def _report(self, pod: Pod, state: _PodState) -> None:
+        state.runtime_down = False
         sandboxes, containers = await self._runtime_view(pod.metadata.uid)
         view = PodView.of(sandboxes, containers)
         now = dt.datetime.fromtimestamp(self._clock.now(), dt.UTC)
         present = {c.id for c in containers}
         state.killed = {cid: why for cid, why in state.killed.items() if cid in present}
         probes = ProbeView(pod.metadata.uid, self._probes, state.killed)
-        status = pod_status(pod, view, state.waiting, self._node.node_ip, state.start_time, state.status, now, probes)
+        status = pod_status(pod, view, state.waiting, self._node.node_ip, state.start_time, state.status, now, probes,
+                            self.id_scheme)
         state.status = status
         self._publish(pod.metadata.uid, status)
         all_running = bool(status.container_statuses) and all(
@@ -350,6 +387,7 @@ class PodSyncer:
             await self._runtime.remove_pod_sandbox(sandbox.id)
         self._volumes.teardown(uid)
         self._backoff.forget(f"{uid}/")
+        self._images.forget(uid)
         self._pods.pop(uid, None)
         self._publish(uid, None)
         log.info("pod %s/%s (%s) removed", pod.metadata.namespace, pod.metadata.name, uid)
@@ -365,6 +403,7 @@ class _SyncContext:
     view: PodView
     volumes: dict[str, rt.Mount]
     state: _PodState
+    sandbox_attempt: int = 0
     init_done: bool = True
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from kubeletapi.aio import cancel_and_wait
+from kubeletapi.errors import KubeletError
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +129,9 @@ class PodWorkers(Generic[P]):
             result = await work
         except asyncio.CancelledError:
             raise
+        except KubeletError as exc:  # a runtime refusal or outage: one line, no traceback
+            log.warning("pod worker %s: %s failed: %s", uid, what, exc)
+            return 5.0
         except Exception:
             log.exception("pod worker %s: %s failed", uid, what)
             return 5.0

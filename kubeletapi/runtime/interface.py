@@ -15,6 +15,7 @@ from kubeletapi.runtime.types import (
     ContainerConfig,
     ContainerStatus,
     ExecResult,
+    Image,
     RuntimeVersion,
     Sandbox,
     SandboxConfig,
@@ -58,4 +59,15 @@ class Runtime(Protocol):
         """Run `cmd` in the running container and collect its exit code and output. With
         `max_output`, at most that many bytes of each stream are kept (the rest is read and
         dropped), so a command that floods its output costs bounded memory (exec probes)."""
+        ...
+
+    # --- images (CRI ImageService) -----------------------------------------------------------------
+    async def image_status(self, image: str) -> Image | None:
+        """The image if the runtime has it, else None (the process runtime has every image: it
+        runs commands on the host)."""
+        ...
+
+    async def pull_image(self, image: str, sandbox: SandboxConfig | None = None) -> str:
+        """Pull the image; its reference (what status reports as imageID). Unavailable (or
+        NotFound for an unknown image) with the runtime's message when the pull fails."""
         ...

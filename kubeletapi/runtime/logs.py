@@ -55,6 +55,7 @@ TAG_FULL, TAG_PARTIAL = "F", "P"
 _READ_CHUNK = 64 * 1024
 _TAIL_BLOCK = 8 * 1024
 _ROTATED_SUFFIX = re.compile(r"\.[0-9]{8}-[0-9]{6}(\.gz)?")
+_ROTATED_SEQ = re.compile(r"(\.[0-9]{8}-[0-9]{6})\.([0-9]+)\Z")
 _log = logging.getLogger(__name__)
 
 RunningCheck = Callable[[], bool | Awaitable[bool]]
@@ -284,10 +285,10 @@ class _Source:
         self.stats.rotations += 1
 
     def _next_rotated(self) -> str | None:
-        """The oldest rotated file (`<path>.<YYYYMMDD-HHMMSS>`, names sort in rotation order) that
+        """The oldest rotated file (`<path>.<YYYYMMDD-HHMMSS>[.N]`, in rotation order) that
         came after the one open now; None when ours was the last rotated one."""
         mine = os.fstat(self.fd)
-        rotated = sorted(glob.glob(glob.escape(self.path) + ".*"))
+        rotated = sorted(glob.glob(glob.escape(self.path) + ".*"), key=_rotation_order)
         stats = []
         for name in rotated:
             try:
@@ -305,6 +306,13 @@ class _Source:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+
+
+def _rotation_order(name: str) -> tuple[str, int]:
+    """Rotated names sort as strings, but for the `.N` of several rotations within one second
+    (the process runtime's shim, pods/logrotation.py), which sorts as a number: .9 before .10."""
+    m = _ROTATED_SEQ.search(name)
+    return (name[: m.end(1)], int(m.group(2))) if m else (name, -1)
 
 
 async def _running(check: RunningCheck | None) -> bool:

@@ -90,6 +90,11 @@ class ContainerConfig:
     resources: Resources = Resources()
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
+    # The spec's command and args, each expanded, kept apart for runtimes that read the image (CRI
+    # Command replaces its entrypoint, Args its cmd); `command` is their concatenation, the argv
+    # the process runtime runs. None: not given (a CRI runtime then sends `command` as Command).
+    spec_command: tuple[str, ...] | None = None
+    spec_args: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,7 @@ class Sandbox:
     annotations: Mapping[str, str] = field(default_factory=dict)
     log_directory: str = ""
     cgroup_parent: str = ""
+    image: str = ""  # a CRI runtime's sandbox (pause) image; "" for the process runtime
 
 
 @dataclass(frozen=True)
@@ -138,3 +144,14 @@ class RuntimeVersion:
     runtime_name: str
     runtime_version: str
     runtime_api_version: str = "v1"
+
+
+@dataclass(frozen=True)
+class Image:
+    """An image the runtime has (CRI Image): `id` its image id, `ref` what a container status
+    reports as imageID (a repo digest when the runtime knows one, else the id)."""
+
+    id: str
+    ref: str
+    size: int = 0
+    tags: tuple[str, ...] = ()

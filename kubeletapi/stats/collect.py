@@ -38,6 +38,7 @@ from kubeletapi.stats.netdev import (
 )
 from kubeletapi.stats.node import NodeMemory, cpu_usage, load_average, node_memory, rlimit
 from kubeletapi.stats.proctree import CLK_TCK, ProcessTable, ProcessTreeStats, parse_stat
+from kubeletapi.stats.runtimestats import RuntimeStats, RuntimeUsage
 from kubeletapi.stats.snapshot import (
     NS_PER_S,
     ContainerSnap,
@@ -53,6 +54,7 @@ from kubeletapi.stats.snapshot import (
 
 log = logging.getLogger(__name__)
 PROCESS = "process:"  # the path prefix of samples taken from process trees
+RUNTIME = "cri:"  # the path prefix of samples a CRI runtime reported (never exported to cAdvisor)
 QOS_CHILDREN = ("burstable", "besteffort")
 
 
@@ -95,7 +97,7 @@ class NodeRoots:
 class CollectorConfig:
     node_name: str
     root_dir: Path  # the agent's --root-dir: its filesystem is the node rootfs
-    runtime_dir: Path  # the runtime's state: its filesystem is the imagefs
+    runtime_dir: Path | None  # the process runtime's state: its filesystem is the imagefs (None: CRI ImageFsInfo)
     pod_logs_dir: Path
     pods_cgroup: str | None  # the kubepods root ("/kubepods"); None without cgroups
     agent_pid: int
@@ -137,9 +139,10 @@ class Collector:
         self.machine: MachineInfo = machine_info(cfg.roots.proc, cfg.roots.sys, cfg.roots.etc)
 
     def collect(self, pods: Sequence[PodRef], runtime_pids: Sequence[int], prev: Snapshot | None,
-                generation: int) -> Snapshot:
+                generation: int, runtime: RuntimeStats | None = None) -> Snapshot:
+        """One cycle; `runtime`: what a CRI runtime reported this cycle (runtimestats.py)."""
         cpu_start = time.thread_time()
-        cycle = _Cycle(self, prev)
+        cycle = _Cycle(self, prev, runtime)
         node = cycle.node()
         system = cycle.system(pods, runtime_pids)
         cgroups = cycle.cgroups()
@@ -155,13 +158,15 @@ class Collector:
 class _Cycle:
     """The state of one collection: its time, the previous samples, the errors so far."""
 
-    def __init__(self, collector: Collector, prev: Snapshot | None) -> None:
+    def __init__(self, collector: Collector, prev: Snapshot | None, runtime: RuntimeStats | None = None) -> None:
         self.c = collector
         self.cfg = collector.cfg
         self.now = collector.now_ns()
         self.errors: list[str] = []
         self._prev = _previous_samples(prev)
         self._table: ProcessTable | None = None
+        self._runtime = runtime
+        self._prev_node = prev.node if prev is not None else None
 
     # --- observation ---------------------------------------------------------------------------
     def observe(self, sample: CgroupSample | None) -> Observed | None:
@@ -204,17 +209,44 @@ class _Cycle:
         route = None if KUBELET_DEFAULT_INTERFACE in names else default_interface(roots.proc)
         flattened = summary_interface(names, route)
         rootfs = self._fs(self.cfg.root_dir, "rootFs")
-        imagefs = self._fs(self.cfg.runtime_dir, "imageFs")
+        imagefs, imagefs_used = self._image_fs()
         logsfs = self._fs(self.cfg.pod_logs_dir, "")
         machine = self.c.machine
         return NodeSnap(
             name=self.cfg.node_name, boot_ns=(machine.boot_time or 0) * NS_PER_S, machine=machine, root=root,
             meminfo=meminfo, load=load_average(roots.proc), interfaces=interfaces,
             default_interface=flattened, network_ns=network_ns,
-            rootfs=rootfs, imagefs=imagefs, imagefs_used=self.c.volumes.get(self.cfg.runtime_dir),
+            rootfs=rootfs, imagefs=imagefs, imagefs_used=imagefs_used,
             logsfs=logsfs, disks=tuple(read_diskstats(roots.proc)), rlimit=rlimit(roots.proc),
             rlimit_ns=self.c.now_ns(),
         )
+
+    def _image_fs(self) -> tuple[FsSample | None, FsUsage | None]:
+        """The runtime's image filesystem: ImageFsInfo's mountpoint and usage with a CRI runtime
+        (the last known figures when the runtime did not answer this cycle), else the filesystem
+        of the process runtime's state directory and what that directory takes."""
+        if self.cfg.runtime_dir is not None:
+            return self._fs(self.cfg.runtime_dir, "imageFs"), self.c.volumes.get(self.cfg.runtime_dir)
+        info = self._runtime.image_fs if self._runtime is not None else None
+        if info is None:
+            prev = self._prev_node
+            if prev is not None and prev.imagefs is not None:
+                return prev.imagefs, prev.imagefs_used
+            self.errors.append("failed to get imageFs stats: the container runtime reported no image filesystem")
+            return None, None
+        used = None
+        if info.used_bytes is not None:
+            used = FsUsage(info.used_bytes, info.inodes_used or 0, info.timestamp_ns)
+        return self._fs(info.mountpoint, "imageFs"), used
+
+    def runtime_observed(self, key: str, usage: RuntimeUsage | None, created_ns: int) -> Observed | None:
+        """A runtime's report as an Observed sample (path `cri:<key>`), so CPU rates come from the
+        cumulative counters of two cycles like every other sample."""
+        if usage is None or (usage.cpu_usage_ns is None and usage.memory is None):
+            return None
+        cpu = CpuStats(usage_ns=usage.cpu_usage_ns) if usage.cpu_usage_ns is not None else None
+        return self.observe(CgroupSample(path=RUNTIME + key, timestamp_ns=usage.timestamp_ns, cpu=cpu,
+                                         memory=usage.memory, created_ns=created_ns))
 
     def _meminfo(self) -> NodeMemory:
         try:
@@ -315,8 +347,14 @@ class _Cycle:
         volumes = tuple(
             VolumeSnap(v, self._fs(v.path, ""), self.c.volumes.get(v.path)) for v in ref.volumes
         )
-        counts = [_processes_of(c.stats.cur) for c in containers if c.stats is not None]
-        return PodSnap(ref, stats, containers, volumes, sum(counts) if counts else None)
+        counts = [_processes_of(c.stats.cur) for c in containers if c.stats is not None and not c.ref.sandbox]
+        process_count = sum(counts) if counts else None
+        reported = self._runtime.pods.get(ref.uid) if self._runtime is not None else None
+        if reported is not None and reported.process_count is not None:
+            process_count = reported.process_count
+        return PodSnap(ref, stats, containers, volumes, process_count,
+                       runtime=self.runtime_observed("pod:" + ref.uid, reported, ref.created_ns),
+                       runtime_nano_cores=reported.nano_cores or None if reported is not None else None)
 
     def container(self, ref: ContainerRef) -> ContainerSnap:
         if ref.cgroup and self.c.reader is not None:
@@ -327,7 +365,14 @@ class _Cycle:
         else:
             stats = None
         logs = self.c.host_fs.usage(ref.log_dir) if ref.log_dir is not None else None
-        return ContainerSnap(ref, stats, logs)
+        reported = self._runtime.containers.get(ref.id) if self._runtime is not None else None
+        if reported is None:
+            return ContainerSnap(ref, stats, logs)
+        rootfs = None
+        if reported.rootfs_used is not None:
+            rootfs = FsUsage(reported.rootfs_used, reported.rootfs_inodes or 0, reported.timestamp_ns)
+        return ContainerSnap(ref, stats, logs, runtime=self.runtime_observed(ref.id, reported, ref.created_ns),
+                             runtime_nano_cores=reported.nano_cores or None, rootfs=rootfs)
 
 
 def _previous_samples(prev: Snapshot | None) -> dict[str, CgroupSample]:
@@ -336,8 +381,9 @@ def _previous_samples(prev: Snapshot | None) -> dict[str, CgroupSample]:
     out: dict[str, CgroupSample] = {}
     observed: list[Observed | None] = [prev.node.root, *(s.stats for s in prev.system), *prev.cgroups]
     for pod in prev.pods:
-        observed.append(pod.stats)
-        observed.extend(c.stats for c in pod.containers)
+        observed += [pod.stats, pod.runtime]
+        for c in pod.containers:
+            observed += [c.stats, c.runtime]
     for obs in observed:
         if obs is not None:
             out[obs.cur.path] = obs.cur

@@ -14,21 +14,32 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from kubeletapi.aio import cancel_and_wait
 from kubeletapi.clock import Clock
+from kubeletapi.errors import KubeletError
 from kubeletapi.stats.collect import Collector
 from kubeletapi.stats.inventory import Inventory, PodRef
+from kubeletapi.stats.runtimestats import RuntimeStats, RuntimeStatsSource
 from kubeletapi.stats.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 
 
+RUNTIME_STATS_TIMEOUT_S = 10.0
+
+
 class Housekeeper:
     """`prepare`, when given, runs in the worker thread on each new Snapshot before it is
-    published (the endpoints render their bodies ahead of requests there)."""
+    published (the endpoints render their bodies ahead of requests there). `runtime`, a CRI
+    runtime's stats, is asked on the loop at the start of each cycle, with a deadline: a runtime
+    that fails or is slow costs that cycle its CRI figures (logged once until it recovers), never
+    the cycle."""
 
     def __init__(self, collector: Collector, inventory: Inventory, clock: Clock,
                  interval_s: float, volume_period_s: float,
-                 prepare: Callable[[Snapshot], None] | None = None) -> None:
+                 prepare: Callable[[Snapshot], None] | None = None,
+                 runtime: RuntimeStatsSource | None = None) -> None:
         self._collector = collector
+        self._runtime = runtime
+        self._runtime_failing = False
         self._prepare = prepare
         self._inventory = inventory
         self._clock = clock
@@ -63,7 +74,8 @@ class Housekeeper:
             try:
                 pods = self._inventory.pods()
                 pids = list(self._inventory.runtime_pids())
-                snap = await asyncio.to_thread(self._cycle, pods, pids, self._generation + 1)
+                reported = await self._runtime_stats()
+                snap = await asyncio.to_thread(self._cycle, pods, pids, self._generation + 1, reported)
             except Exception:
                 log.exception("stats housekeeping failed; keeping the previous stats")
                 return None
@@ -71,8 +83,25 @@ class Housekeeper:
             self._latest = snap
             return snap
 
-    def _cycle(self, pods: Sequence[PodRef], pids: Sequence[int], generation: int) -> Snapshot:
-        snap = self._collector.collect(pods, pids, self._latest, generation)
+    async def _runtime_stats(self) -> RuntimeStats | None:
+        if self._runtime is None:
+            return None
+        try:
+            reported = await asyncio.wait_for(self._runtime.runtime_stats(), RUNTIME_STATS_TIMEOUT_S)
+        except (KubeletError, TimeoutError) as exc:
+            if not self._runtime_failing:
+                log.warning("stats: the container runtime's stats are unavailable, using cgroups alone: %s",
+                            exc or "timed out")
+            self._runtime_failing = True
+            return None
+        if self._runtime_failing:
+            log.info("stats: the container runtime's stats are back")
+        self._runtime_failing = False
+        return reported
+
+    def _cycle(self, pods: Sequence[PodRef], pids: Sequence[int], generation: int,
+               reported: RuntimeStats | None = None) -> Snapshot:
+        snap = self._collector.collect(pods, pids, self._latest, generation, reported)
         if self._prepare is not None:
             start = time.thread_time()
             try:
@@ -85,7 +114,8 @@ class Housekeeper:
     async def refresh_volumes(self) -> None:
         try:
             paths = [v.path for p in self._inventory.pods() for v in p.volumes]
-            paths.append(self._collector.cfg.runtime_dir)
+            if self._collector.cfg.runtime_dir is not None:
+                paths.append(self._collector.cfg.runtime_dir)
             await asyncio.to_thread(self._collector.volumes.refresh, paths, self._collector.host_fs)
         except Exception:
             log.exception("volume stats refresh failed")

@@ -23,6 +23,7 @@ class ContainerRef:
     cgroup: str = ""  # "" when the runtime placed it in no cgroup (not root)
     pid: int = 0  # the container's main process on the host (0 when not running)
     log_dir: Path | None = None  # <podLogsDir>/<ns>_<pod>_<uid>/<container>
+    sandbox: bool = False  # a CRI runtime's pause container: on /metrics/cadvisor only (container "")
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,15 @@ class ContainerSnap:
     ref: ContainerRef
     stats: Observed | None  # None until first sampled (or its cgroup is gone)
     logs: FsUsage | None
+    # What a CRI runtime reported (runtimestats.py): the summary's source when present.
+    runtime: Observed | None = None
+    runtime_nano_cores: int | None = None  # the runtime's own rate, when it gave one
+    rootfs: FsUsage | None = None  # the writable layer
+
+    @property
+    def usage(self) -> Observed | None:
+        """The summary's CPU and memory: the runtime's figures, else the cgroup's."""
+        return self.runtime if self.runtime is not None else self.stats
 
 
 @dataclass(frozen=True)
@@ -111,6 +120,17 @@ class PodSnap:
     containers: tuple[ContainerSnap, ...]
     volumes: tuple[VolumeSnap, ...]
     process_count: int | None
+    runtime: Observed | None = None  # the pod as a CRI runtime reported it (runtimestats.py)
+    runtime_nano_cores: int | None = None
+
+    @property
+    def usage(self) -> Observed | None:
+        return self.runtime if self.runtime is not None else self.stats
+
+    @property
+    def workload(self) -> tuple[ContainerSnap, ...]:
+        """The pod's containers without its sandbox (the pause container, reported to cAdvisor only)."""
+        return tuple(c for c in self.containers if not c.ref.sandbox)
 
 
 @dataclass(frozen=True)

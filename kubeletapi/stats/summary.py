@@ -67,11 +67,9 @@ def cpu_and_memory_summary(snap: Snapshot) -> api.Summary:
     for pod in snap.pods:
         stats = api.PodStats(
             pod.ref.name, pod.ref.namespace, pod.ref.uid, pod.ref.created_ns,
-            containers=[_container(c.ref.name, c.ref.created_ns, c.stats) for c in pod.containers],
+            containers=[_workload_container(c) for c in pod.workload],
         )
-        if pod.stats is not None:
-            stats.cpu, stats.memory = _cpu(pod.stats), _memory(pod.stats, None)
-            stats.swap = _swap(pod.stats.cur, None)
+        stats.cpu, stats.memory, stats.swap = _figures(pod)
         pods.append(stats)
     return api.Summary(node, pods)
 
@@ -141,6 +139,29 @@ def _container(name: str, start_ns: int, obs: Observed | None) -> api.ContainerS
     return out
 
 
+def _figures(item: ContainerSnap | PodSnap) -> tuple[api.CPUStats | None, api.MemoryStats | None,
+                                                      api.SwapStats | None]:
+    """CPU, memory and swap of a container or pod: what a CRI runtime reported when it did (its own
+    usageNanoCores when non-zero, else the rate of two cycles), else its cgroup's. The limit behind
+    availableBytes and the swap figures come from the cgroup (CRI has neither)."""
+    obs = item.usage
+    if obs is None:
+        return None, None, None
+    cpu = _cpu(obs)
+    if cpu is not None and item.runtime is not None and item.runtime_nano_cores:
+        cpu.usage_nano_cores = item.runtime_nano_cores
+    cgroup = item.stats
+    limit = cgroup.cur.spec.memory_limit if cgroup is not None else None
+    swap = _swap(cgroup.cur, None) if cgroup is not None else _swap(obs.cur, None)
+    return cpu, _memory(obs, limit), swap
+
+
+def _workload_container(c: ContainerSnap) -> api.ContainerStats:
+    out = api.ContainerStats(c.ref.name, c.ref.created_ns)
+    out.cpu, out.memory, out.swap = _figures(c)
+    return out
+
+
 def _network(snap: Snapshot) -> api.NetworkStats:
     node = snap.node
     wire = [
@@ -180,9 +201,8 @@ def _is_ephemeral(volume: VolumeSnap) -> bool:
 def _pod(snap: Snapshot, pod: PodSnap) -> api.PodStats:
     ref = pod.ref
     out = api.PodStats(ref.name, ref.namespace, ref.uid, ref.created_ns)
-    out.containers = [_full_container(snap, c) for c in pod.containers]
-    if pod.stats is not None:
-        out.cpu, out.memory, out.swap = _cpu(pod.stats), _memory(pod.stats, None), _swap(pod.stats.cur, None)
+    out.containers = [_full_container(snap, c) for c in pod.workload]
+    out.cpu, out.memory, out.swap = _figures(pod)
     out.network = _network(snap)
     ordered = sorted(pod.volumes, key=lambda v: not _is_ephemeral(v))  # ephemeral first, stable
     volumes = [(v, _usage_fs(v.fs, v.usage)) for v in ordered]
@@ -193,14 +213,17 @@ def _pod(snap: Snapshot, pod: PodSnap) -> api.PodStats:
 
 
 def _full_container(snap: Snapshot, c: ContainerSnap) -> api.ContainerStats:
-    out = _container(c.ref.name, c.ref.created_ns, c.stats)
+    out = _workload_container(c)
+    if c.rootfs is not None:
+        out.rootfs = _usage_fs(snap.node.imagefs, c.rootfs)
     out.logs = _usage_fs(snap.node.logsfs, c.logs)
     return out
 
 
 def _ephemeral(snap: Snapshot, pod: PodSnap, volumes: list[api.FsStats]) -> api.FsStats | None:
-    """The kubelet's calcEphemeralStorage: rootfs figures, used = container logs (+ writable
-    layers, none here) + local ephemeral volumes; time = the newest of those measurements."""
+    """The kubelet's calcEphemeralStorage: rootfs figures, used = container logs + writable layers
+    (a CRI runtime's; the process runtime has none) + local ephemeral volumes; time = the newest of
+    those measurements."""
     rootfs = snap.node.rootfs
     if rootfs is None:
         return None
@@ -208,10 +231,11 @@ def _ephemeral(snap: Snapshot, pod: PodSnap, volumes: list[api.FsStats]) -> api.
     assert out is not None
     used = inodes = 0
     newest = rootfs.time_ns
-    for c in pod.containers:
-        if c.logs is not None:
-            used, inodes = used + c.logs.used, inodes + c.logs.inodes_used
-            newest = max(newest, c.logs.time_ns)
+    for c in pod.workload:
+        for part in (c.logs, c.rootfs):
+            if part is not None:
+                used, inodes = used + part.used, inodes + part.inodes_used
+                newest = max(newest, part.time_ns)
     for v in volumes:
         used, inodes = used + (v.used_bytes or 0), inodes + (v.inodes_used or 0)
         newest = max(newest, v.time)

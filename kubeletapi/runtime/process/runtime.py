@@ -35,6 +35,7 @@ from kubeletapi.runtime.types import (
     ContainerState,
     ContainerStatus,
     ExecResult,
+    Image,
     Resources,
     RuntimeVersion,
     Sandbox,
@@ -236,6 +237,15 @@ class ProcessRuntime:
         finally:
             await session.close()
         return ExecResult(code, out, err)
+
+    # --- images ------------------------------------------------------------------------------------
+    # Commands run on the host: every image is present, and nothing is ever pulled. The empty
+    # id/ref keeps a container status's imageID "" (what the process runtime always reported).
+    async def image_status(self, image: str) -> Image | None:
+        return Image(id="", ref="")
+
+    async def pull_image(self, image: str, sandbox: SandboxConfig | None = None) -> str:
+        return ""
 
     # --- streams (runtime.streaming.Streamer) ------------------------------------------------------
     async def exec_stream(self, container_id: str, cmd: Sequence[str], opts: StreamOptions) -> StreamSession:

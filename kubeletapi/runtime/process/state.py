@@ -88,6 +88,9 @@ class ContainerRecord:
         cfg["resources"] = _resources(cfg["resources"])
         cfg["command"] = tuple(cfg["command"])
         cfg["envs"] = tuple(tuple(e) for e in cfg["envs"])
+        for key in ("spec_command", "spec_args"):  # absent from state written before they existed
+            if cfg.get(key) is not None:
+                cfg[key] = tuple(cfg[key])
         data = dict(raw)
         data["config"] = ContainerConfig(**cfg)
         return cls(**data)

@@ -1,0 +1,449 @@
+"""CRIRuntime: runtime.interface.Runtime, runtime.streaming.Streamer and the image calls, over a
+CRI v1 endpoint (containerd) with grpc.aio.
+
+What kubeletapi keeps about the runtime's objects is a cache, never state: everything is listed
+from the runtime, so a restarted agent re-adopts every sandbox and container (by their
+io.kubernetes.* labels) without files of its own.
+- Each sandbox's PodSandboxConfig: CreateContainer needs it again (containerd derives a
+  container's cgroup and log file from it), and the Sandbox values carry its log directory and
+  cgroup parent, which ListPodSandbox omits. A sandbox this process did not create is read once
+  from PodSandboxStatus's verbose info.
+- Container statuses by id: a CRI ContainerStatus changes only with the container's state, so a
+  listing fetches the status of a container only when its listed state differs from the cached
+  one; a relist of an unchanged node is one ListContainers call.
+
+Pod cgroups: like the kubelet's pod container manager, kubeletapi creates each pod's
+cgroup_parent with the pod-level limits (`cgroups`, the same writer the process runtime uses)
+before RunPodSandbox; runc puts the pause container and every container in a child named by its
+id. runc never removes cgroup_parent (nor the directories it made for controllers kubeletapi does
+not write): once the sandbox is removed kubeletapi removes it in every hierarchy of `cgroup_mounts`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import json
+import logging
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from google.protobuf import json_format
+
+from kubeletapi.cgroups.resources import ResourceConfig
+from kubeletapi.errors import InvalidInput, KubeletError, NotFound, NotSupported, Unavailable
+from kubeletapi.runtime.cri import client as rpc
+from kubeletapi.runtime.cri import convert, stats
+from kubeletapi.runtime.cri.client import CRIClient, Timeout
+from kubeletapi.runtime.cri.gen import api_pb2 as pb
+from kubeletapi.runtime.cri.streams import CRIStreamSession, PortForwardBridges, open_stream
+from kubeletapi.runtime.streaming import StreamOptions, StreamSession
+from kubeletapi.runtime.types import (
+    ContainerConfig,
+    ContainerState,
+    ContainerStatus,
+    ExecResult,
+    Image,
+    RuntimeVersion,
+    Sandbox,
+    SandboxConfig,
+    SandboxState,
+)
+
+log = logging.getLogger(__name__)
+
+EXEC_GRACE_S = 5.0  # ExecSync deadline beyond the command's own timeout
+ATTACH_EXIT_WAIT_S = 2.0  # an attach ended: how long the container's exit may lag behind
+CGROUP_RMDIR_TRIES = 10
+
+
+class PodCgroups(Protocol):
+    """What the runtime asks of a cgroup writer (kubeletapi.cgroups): a pod's cgroup and its limits."""
+
+    def create(self, path: str) -> None: ...
+
+    def set_resources(self, path: str, config: ResourceConfig) -> None: ...
+
+
+@dataclass(frozen=True)
+class RuntimeCondition:
+    type: str  # RuntimeReady, NetworkReady, ...
+    status: bool
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class ImageFsInfo:
+    image_filesystems: tuple[stats.FilesystemUsage, ...]
+    container_filesystems: tuple[stats.FilesystemUsage, ...] = ()
+
+
+class CRIRuntime:
+    """A CRI v1 runtime; build it with `await CRIRuntime.connect(endpoint)`, end with close()."""
+
+    def __init__(self, endpoint: str, *, resolv_conf: Path = convert.RESOLV_CONF, cgroups: PodCgroups | None = None,
+                 cgroup_mounts: Sequence[Path] = (), runtime_handler: str = "") -> None:
+        self._client = CRIClient(endpoint)
+        self._resolv_conf = resolv_conf
+        self._cgroups = cgroups
+        self._cgroup_mounts = tuple(cgroup_mounts)
+        self._handler = runtime_handler
+        self._sandboxes: dict[str, pb.PodSandboxConfig] = {}
+        self._sandbox_images: dict[str, str] = {}  # the pause image of each sandbox (verbose info)
+        self._statuses: dict[str, ContainerStatus] = {}
+        self._bridges = PortForwardBridges()
+
+    @classmethod
+    async def connect(cls, endpoint: str, *, resolv_conf: Path = convert.RESOLV_CONF, cgroups: PodCgroups | None = None,
+                      cgroup_mounts: Sequence[Path] = (), runtime_handler: str = "") -> CRIRuntime:
+        """A runtime whose endpoint answered Version with CRI v1 (else StartupError)."""
+        runtime = cls(endpoint, resolv_conf=resolv_conf, cgroups=cgroups, cgroup_mounts=cgroup_mounts,
+                      runtime_handler=runtime_handler)
+        try:
+            await runtime.check()
+        except BaseException:
+            await runtime.close()
+            raise
+        return runtime
+
+    async def check(self) -> RuntimeVersion:
+        """The start-up check: the endpoint answers Version with CRI v1, else StartupError naming it."""
+        answer = await self._client.version()
+        return RuntimeVersion(answer.runtime_name, answer.runtime_version, answer.runtime_api_version)
+
+    @property
+    def endpoint(self) -> str:
+        return self._client.endpoint
+
+    async def close(self) -> None:
+        await self._bridges.close()
+        await self._client.close()
+
+    async def version(self) -> RuntimeVersion:
+        answer = await self._client.call(rpc.VERSION, pb.VersionRequest(version=rpc.API_VERSION))
+        return RuntimeVersion(answer.runtime_name, answer.runtime_version, answer.runtime_api_version)
+
+    async def status(self) -> tuple[RuntimeCondition, ...]:
+        answer = await self._client.call(rpc.STATUS, pb.StatusRequest())
+        return tuple(RuntimeCondition(c.type, c.status, c.reason, c.message) for c in answer.status.conditions)
+
+    # --- sandboxes -----------------------------------------------------------------------------
+    async def run_pod_sandbox(self, config: SandboxConfig) -> str:
+        # The kubelet creates the log directory, not the runtime (one mkdir: cheap enough on the loop).
+        Path(config.log_directory).mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240
+        if self._cgroups is not None and config.cgroup_parent:
+            self._cgroups.create(config.cgroup_parent)
+            res = config.resources
+            self._cgroups.set_resources(config.cgroup_parent, ResourceConfig(
+                cpu_shares=res.cpu_shares, cpu_quota=res.cpu_quota, cpu_period=res.cpu_period,
+                memory_limit=res.memory_limit, pids_limit=res.pids_limit))
+        request = convert.sandbox_config(config, convert.dns_config(self._resolv_conf))
+        answer = await self._client.call(
+            rpc.RUN_POD_SANDBOX, pb.RunPodSandboxRequest(config=request, runtime_handler=self._handler))
+        sandbox_id = answer.pod_sandbox_id
+        self._sandboxes[sandbox_id] = request
+        with contextlib.suppress(KubeletError):  # the pause image, for the cAdvisor labels
+            status = await self._client.call(
+                rpc.POD_SANDBOX_STATUS, pb.PodSandboxStatusRequest(pod_sandbox_id=sandbox_id, verbose=True))
+            self._sandbox_images[sandbox_id] = str(_info(status.info).get("image", ""))
+        return sandbox_id
+
+    async def stop_pod_sandbox(self, sandbox_id: str) -> None:
+        await self._client.call(rpc.STOP_POD_SANDBOX, pb.StopPodSandboxRequest(pod_sandbox_id=sandbox_id))
+
+    async def remove_pod_sandbox(self, sandbox_id: str) -> None:
+        config = await self._sandbox_config(sandbox_id, missing_ok=True)
+        await self._client.call(rpc.REMOVE_POD_SANDBOX, pb.RemovePodSandboxRequest(pod_sandbox_id=sandbox_id))
+        self._sandboxes.pop(sandbox_id, None)
+        self._sandbox_images.pop(sandbox_id, None)
+        for cid in [cid for cid, s in self._statuses.items() if s.sandbox_id == sandbox_id]:
+            del self._statuses[cid]
+        parent = config.linux.cgroup_parent if config is not None else ""
+        if parent and all(c.linux.cgroup_parent != parent for c in self._sandboxes.values()):
+            await remove_cgroup(self._cgroup_mounts, parent)  # unless another attempt of the pod uses it
+
+    async def list_pod_sandboxes(self) -> Sequence[Sandbox]:
+        answer = await self._client.call(rpc.LIST_POD_SANDBOX, pb.ListPodSandboxRequest())
+        listed = {item.id for item in answer.items}
+        for gone in set(self._sandboxes) - listed:
+            del self._sandboxes[gone]
+            self._sandbox_images.pop(gone, None)
+        unknown = [item.id for item in answer.items if item.id not in self._sandboxes]
+        await asyncio.gather(*(self._sandbox_config(sid, missing_ok=True) for sid in unknown))
+        out = []
+        for item in answer.items:
+            config = self._sandboxes.get(item.id)
+            paths = (config.log_directory, config.linux.cgroup_parent) if config is not None else ("", "")
+            out.append(convert.sandbox(item, *paths, self._sandbox_images.get(item.id, "")))
+        return out
+
+    async def _sandbox_config(self, sandbox_id: str, missing_ok: bool = False) -> pb.PodSandboxConfig | None:
+        """The config the sandbox was created with: cached, or rebuilt from its verbose status."""
+        cached = self._sandboxes.get(sandbox_id)
+        if cached is not None:
+            return cached
+        try:
+            answer = await self._client.call(
+                rpc.POD_SANDBOX_STATUS, pb.PodSandboxStatusRequest(pod_sandbox_id=sandbox_id, verbose=True))
+        except NotFound:
+            if missing_ok:
+                return None
+            raise
+        self._sandbox_images[sandbox_id] = str(_info(answer.info).get("image", ""))
+        config = _config_from_info(answer.info.get("info", ""))
+        if config is None:  # a runtime without containerd's verbose info: what the status says
+            s = answer.status
+            config = pb.PodSandboxConfig(metadata=s.metadata, labels=s.labels, annotations=s.annotations)
+        self._sandboxes[sandbox_id] = config
+        return config
+
+    # --- containers ----------------------------------------------------------------------------
+    async def create_container(self, sandbox_id: str, config: ContainerConfig) -> str:
+        sandbox = await self._sandbox_config(sandbox_id)
+        request = pb.CreateContainerRequest(
+            pod_sandbox_id=sandbox_id, config=convert.container_config(config), sandbox_config=sandbox)
+        return (await self._client.call(rpc.CREATE_CONTAINER, request)).container_id
+
+    async def start_container(self, container_id: str) -> None:
+        """A command that cannot start fails here with the runtime's reason (the container is then
+        EXITED with reason StartError and exit code 128, as containerd reports it)."""
+        await self._client.call(rpc.START_CONTAINER, pb.StartContainerRequest(container_id=container_id))
+
+    async def stop_container(self, container_id: str, timeout_s: float) -> None:
+        grace = max(math.ceil(timeout_s), 0)  # CRI counts whole seconds: never kill before the grace ends
+        await self._client.call(rpc.STOP_CONTAINER, pb.StopContainerRequest(container_id=container_id, timeout=grace),
+                                timeout_s=rpc.DEFAULT_TIMEOUT_S + grace)
+
+    async def remove_container(self, container_id: str) -> None:
+        await self._client.call(rpc.REMOVE_CONTAINER, pb.RemoveContainerRequest(container_id=container_id))
+        self._statuses.pop(container_id, None)
+
+    async def list_containers(self) -> Sequence[ContainerStatus]:
+        answer = await self._client.call(rpc.LIST_CONTAINERS, pb.ListContainersRequest())
+        listed = {c.id: c for c in answer.containers}
+        for gone in set(self._statuses) - set(listed):
+            del self._statuses[gone]
+        stale = [c for c in answer.containers if (cached := self._statuses.get(c.id)) is None
+                 or cached.state is not convert.container_state(c.state)]
+        results = await asyncio.gather(*(self._fetch_status(c.id, c.pod_sandbox_id) for c in stale),
+                                       return_exceptions=True)
+        for item, result in zip(stale, results, strict=True):
+            if isinstance(result, NotFound):
+                listed.pop(item.id, None)  # removed meanwhile
+            elif isinstance(result, BaseException):
+                raise result
+        return [self._statuses[cid] for cid in listed if cid in self._statuses]
+
+    async def container_status(self, container_id: str) -> ContainerStatus:
+        return await self._fetch_status(container_id, "")
+
+    async def _fetch_status(self, container_id: str, sandbox_id: str) -> ContainerStatus:
+        answer = await self._client.call(
+            rpc.CONTAINER_STATUS, pb.ContainerStatusRequest(container_id=container_id, verbose=True))
+        info = _info(answer.info)
+        if not sandbox_id:
+            cached = self._statuses.get(container_id)
+            sandbox_id = str(info.get("sandboxID", "")) or (cached.sandbox_id if cached is not None else "")
+        pid = info.get("pid", 0)
+        status = convert.container_status(answer.status, sandbox_id, pid if isinstance(pid, int) else 0)
+        self._statuses[container_id] = status
+        return status
+
+    async def reopen_container_log(self, container_id: str) -> None:
+        """Ask the runtime to reopen the container's log file (after a rotation)."""
+        await self._client.call(rpc.REOPEN_CONTAINER_LOG, pb.ReopenContainerLogRequest(container_id=container_id))
+
+    async def exec_sync(
+        self, container_id: str, cmd: Sequence[str], timeout_s: float, *, max_output: int | None = None,
+    ) -> ExecResult:
+        """ExecSync. The CRI timeout is whole seconds (rounded up; 0 = none). A command that cannot
+        start is exit code 127 (not found) or 126 with the runtime's reason on stderr, as an
+        exec stream reports it. With max_output each stream is cut to that many bytes (the
+        runtime itself caps them at 16 MiB)."""
+        seconds = math.ceil(timeout_s) if timeout_s > 0 else 0
+        request = pb.ExecSyncRequest(container_id=container_id, cmd=list(cmd), timeout=seconds)
+        deadline = seconds + EXEC_GRACE_S if seconds else rpc.DEFAULT_TIMEOUT_S
+        try:
+            answer = await self._client.call(rpc.EXEC_SYNC, request, timeout_s=deadline)
+        except Timeout:
+            raise Unavailable(f"command {list(cmd)} timed out after {timeout_s:g}s") from None
+        except Unavailable as exc:
+            code = _start_failure(str(exc))
+            if code is None:
+                raise
+            return ExecResult(code, b"", f"{exc}\n".encode())
+        out, err = answer.stdout, answer.stderr
+        if max_output is not None:
+            out, err = out[:max_output], err[:max_output]
+        return ExecResult(answer.exit_code, out, err)
+
+    # --- streams (runtime.streaming.Streamer) ------------------------------------------------------
+    async def exec_stream(self, container_id: str, cmd: Sequence[str], opts: StreamOptions) -> StreamSession:
+        request = pb.ExecRequest(container_id=container_id, cmd=list(cmd), tty=opts.tty, stdin=opts.stdin,
+                                 stdout=opts.stdout, stderr=opts.stderr and not opts.tty)
+        url = (await self._client.call(rpc.EXEC, request)).url
+        return CRIStreamSession(await open_stream(url), opts)
+
+    async def attach(self, container_id: str, opts: StreamOptions) -> StreamSession:
+        answer = await self._client.call(
+            rpc.CONTAINER_STATUS, pb.ContainerStatusRequest(container_id=container_id, verbose=True))
+        if answer.status.state != pb.CONTAINER_RUNNING:
+            raise InvalidInput(f"container {answer.status.metadata.name!r} is not running")
+        config = _info(answer.info).get("config")
+        created = config if isinstance(config, dict) else {}
+        if opts.stdin and not created.get("stdin", False):
+            raise InvalidInput(f"container {answer.status.metadata.name!r} has no stdin to attach to (it was not "
+                               "created with stdin: true)")
+        # Must match the container's terminal, whatever was asked. containerd's info omits false
+        # fields (omitempty): with a config, no "tty" means none; without one, trust the caller.
+        tty = bool(created.get("tty", False)) if created else opts.tty
+        request = pb.AttachRequest(container_id=container_id, stdin=opts.stdin, tty=tty, stdout=opts.stdout,
+                                   stderr=opts.stderr and not tty)
+        url = (await self._client.call(rpc.ATTACH, request)).url
+
+        async def exit_code() -> int:
+            deadline = time.monotonic() + ATTACH_EXIT_WAIT_S
+            while True:
+                with contextlib.suppress(KubeletError):
+                    status = await self.container_status(container_id)
+                    if status.state is ContainerState.EXITED:
+                        return status.exit_code
+                if time.monotonic() > deadline:
+                    return 0  # detached from a container that still runs
+                await asyncio.sleep(0.05)
+
+        return CRIStreamSession(await open_stream(url), StreamOptions(opts.stdin, opts.stdout, opts.stderr, tty),
+                                exit_code)
+
+    async def port_forward(self, sandbox_id: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        if not 0 < port < 65536:
+            raise InvalidInput(f"invalid port {port}: must be in 1-65535")
+        url = (await self._client.call(rpc.PORT_FORWARD, pb.PortForwardRequest(pod_sandbox_id=sandbox_id,
+                                                                               port=[port]))).url
+        return await self._bridges.open(url, port)
+
+    # --- images (CRI ImageService) -----------------------------------------------------------------
+    async def image_status(self, image: str) -> Image | None:
+        answer = await self._client.call(rpc.IMAGE_STATUS, pb.ImageStatusRequest(image=pb.ImageSpec(image=image)))
+        return convert.image(answer.image) if answer.HasField("image") else None
+
+    async def pull_image(self, image: str, sandbox: SandboxConfig | None = None) -> str:
+        request = pb.PullImageRequest(image=pb.ImageSpec(image=image))
+        if sandbox is not None:
+            request.sandbox_config.CopyFrom(convert.sandbox_config(sandbox, convert.dns_config(self._resolv_conf)))
+        return (await self._client.call(rpc.PULL_IMAGE, request)).image_ref
+
+    async def list_images(self) -> list[Image]:
+        answer = await self._client.call(rpc.LIST_IMAGES, pb.ListImagesRequest())
+        return [convert.image(i) for i in answer.images]
+
+    async def remove_image(self, image: str) -> None:
+        """Remove the image (every tag of the same content goes with it)."""
+        await self._client.call(rpc.REMOVE_IMAGE, pb.RemoveImageRequest(image=pb.ImageSpec(image=image)))
+
+    async def image_fs_info(self) -> ImageFsInfo:
+        answer = await self._client.call(rpc.IMAGE_FS_INFO, pb.ImageFsInfoRequest())
+        return ImageFsInfo(tuple(stats.filesystem(f) for f in answer.image_filesystems),
+                           tuple(stats.filesystem(f) for f in answer.container_filesystems))
+
+    # --- stats -----------------------------------------------------------------------------------
+    async def container_stats(self, container_id: str) -> stats.ContainerStats:
+        answer = await self._client.call(rpc.CONTAINER_STATS, pb.ContainerStatsRequest(container_id=container_id))
+        return stats.container(answer.stats)
+
+    async def list_container_stats(self, sandbox_id: str = "") -> list[stats.ContainerStats]:
+        request = pb.ListContainerStatsRequest(filter=pb.ContainerStatsFilter(pod_sandbox_id=sandbox_id))
+        answer = await self._client.call(rpc.LIST_CONTAINER_STATS, request)
+        return [stats.container(s) for s in answer.stats]
+
+    async def pod_sandbox_stats(self, sandbox_id: str) -> stats.PodSandboxStats:
+        answer = await self._client.call(rpc.POD_SANDBOX_STATS, pb.PodSandboxStatsRequest(pod_sandbox_id=sandbox_id))
+        return stats.pod(answer.stats)
+
+    async def list_pod_sandbox_stats(self) -> list[stats.PodSandboxStats]:
+        """Every ready pod's stats. ListPodSandboxStats fails as a whole when one sandbox has no
+        usable cgroup; then each ready sandbox is asked alone, and one that still fails is reported
+        with its containers' stats only (NotSupported: the runtime has no pod stats at all)."""
+        try:
+            answer = await self._client.call(rpc.LIST_POD_SANDBOX_STATS, pb.ListPodSandboxStatsRequest())
+            return [stats.pod(s) for s in answer.stats]
+        except NotSupported:
+            raise
+        except KubeletError as exc:
+            log.warning("ListPodSandboxStats failed (%s): asking each sandbox", exc)
+        ready = [s for s in await self.list_pod_sandboxes() if s.state is SandboxState.READY]
+        results = await asyncio.gather(*(self.pod_sandbox_stats(s.id) for s in ready), return_exceptions=True)
+        out = []
+        for sandbox, result in zip(ready, results, strict=True):
+            if isinstance(result, stats.PodSandboxStats):
+                out.append(result)
+                continue
+            log.debug("PodSandboxStats of %s failed (%s): its containers only", sandbox.id, result)
+            try:
+                containers = tuple(await self.list_container_stats(sandbox.id))
+            except KubeletError:
+                containers = ()
+            out.append(stats.PodSandboxStats(id=sandbox.id, meta=sandbox.meta, labels=sandbox.labels,
+                                             annotations=sandbox.annotations, containers=containers))
+        return out
+
+
+def _info(info: Mapping[str, str]) -> dict[str, object]:
+    """containerd's verbose "info" JSON (an empty dict for any other shape)."""
+    raw = info.get("info", "")
+    try:
+        parsed = json.loads(raw) if raw else {}
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _config_from_info(raw: str) -> pb.PodSandboxConfig | None:
+    """The PodSandboxConfig in containerd's verbose sandbox info (proto field names, enum numbers)."""
+    try:
+        config = json.loads(raw).get("config") if raw else None
+        if not isinstance(config, dict):
+            return None
+        return json_format.ParseDict(config, pb.PodSandboxConfig(), ignore_unknown_fields=True)
+    except (ValueError, AttributeError, json_format.ParseError):
+        return None
+
+
+def _start_failure(message: str) -> int | None:
+    """127 or 126 when an exec failed because its command could not start, else None."""
+    if "exec failed" not in message and "failed to start exec" not in message:
+        return None
+    if "executable file not found" in message or "no such file or directory" in message:
+        return 127
+    return 126
+
+
+async def remove_cgroup(mounts: Sequence[Path], path: str) -> None:
+    """Remove the cgroup `path` (and any child left in it) from every hierarchy, leaf first. A
+    directory whose last task is still leaving answers EBUSY for a moment: retried briefly."""
+    relative = path.strip("/")
+    if not relative:
+        return
+    for mount in mounts:
+        top = mount / relative
+        if not top.is_dir():
+            continue
+        dirs = sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True)
+        for directory in [*dirs, top]:
+            for attempt in range(CGROUP_RMDIR_TRIES):
+                try:
+                    directory.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError as exc:
+                    if exc.errno != errno.EBUSY or attempt == CGROUP_RMDIR_TRIES - 1:
+                        log.warning("cannot remove cgroup %s: %s", directory, exc.strerror)
+                        break
+                    await asyncio.sleep(0.02 * (attempt + 1))

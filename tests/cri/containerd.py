@@ -1,0 +1,176 @@
+"""A private containerd for the CRI tests: its own root, state, opt and CNI dirs and socket.
+
+Never the system's containerd: everything lives under one temporary work directory (short, so the
+socket path stays below the 108 bytes of sun_path), the process is ours by PID and is stopped by
+that PID. The configuration carries the settings these machines need (see the project's CRI
+reference): restrict_oom_score_adj (no process may lower its oom_score_adj here), overlayfs, runc
+with cgroupfs (no systemd), the locally built pause image as sandbox image, and a streaming server
+on loopback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from tests.cri.images import ImageTar
+
+START_TIMEOUT_S = 20.0
+STOP_TIMEOUT_S = 15.0
+# containerd 1.6's shims put their sockets in /run/containerd/s whatever the config says: when this
+# run created that directory, stop() removes it again (empty directories only, never anything else).
+SHIM_SOCKET_DIRS = (Path("/run/containerd/s"), Path("/run/containerd"))
+
+_CONFIG = """\
+version = 2
+root = "{work}/root"
+state = "{work}/state"
+oom_score = 0
+
+[grpc]
+  address = "{socket}"
+
+[ttrpc]
+  address = "{work}/ttrpc.sock"
+
+[debug]
+  level = "{log_level}"
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "{work}/opt"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "localhost/pause:3.9"
+  restrict_oom_score_adj = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  enable_tls_streaming = false
+
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = "{work}/runc"
+
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "{work}/cni"
+"""
+
+
+def missing_tools() -> list[str]:
+    return [tool for tool in ("containerd", "ctr", "runc") if shutil.which(tool) is None]
+
+
+class PrivateContainerd:
+    """start(), import_images(), then stop(); `endpoint` is what a CRI client dials."""
+
+    def __init__(self, log_level: str = "warn") -> None:
+        self.work = Path(tempfile.mkdtemp(prefix="kcri-", dir="/tmp"))
+        self.socket = self.work / "c.sock"
+        self.log_path = self.work / "containerd.log"
+        self._log_level = log_level
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._created_dirs = [d for d in SHIM_SOCKET_DIRS if not d.exists()]
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def endpoint(self) -> str:
+        return f"unix://{self.socket}"
+
+    def start(self) -> None:
+        for d in ("root", "state", "opt", "cni", "runc"):
+            (self.work / d).mkdir(exist_ok=True)  # a restart keeps everything
+        config = self.work / "config.toml"
+        config.write_text(_CONFIG.format(work=self.work, socket=self.socket, log_level=self._log_level))
+        with self.log_path.open("ab") as log:
+            self._proc = subprocess.Popen(
+                ["containerd", "--config", str(config)], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                start_new_session=True,  # a ^C of the test run reaches it only through stop()
+            )
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while self._ctr("version").returncode != 0:
+            if self._proc.poll() is not None:
+                raise RuntimeError(f"containerd exited {self._proc.returncode} at start-up:\n{self.log_tail()}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"containerd did not answer within {START_TIMEOUT_S:g}s:\n{self.log_tail()}")
+            time.sleep(0.05)
+
+    def kill_daemon(self) -> None:
+        """SIGKILL containerd itself, as a crash would: its shims and containers live on, and
+        start() brings it back on the same state."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(STOP_TIMEOUT_S)
+
+    def import_images(self, images: list[ImageTar]) -> None:
+        for image in images:
+            result = self._ctr("-n", "k8s.io", "images", "import", "--base-name", image.name, str(image.path))
+            if result.returncode != 0:
+                raise RuntimeError(f"ctr images import {image.path} failed: {result.stderr.decode().strip()}")
+
+    def stop(self) -> None:
+        """SIGTERM our containerd (by PID) and wait until it has exited, then drop the work dir."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            self._kill_tasks()
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(STOP_TIMEOUT_S)
+        self._unmount_leftovers()
+        shutil.rmtree(self.work, ignore_errors=True)
+        for d in self._created_dirs:  # deepest first; a directory someone else uses is not empty
+            with contextlib.suppress(OSError):
+                d.rmdir()
+
+    def log_tail(self, lines: int = 30) -> str:
+        with contextlib.suppress(OSError):
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        return ""
+
+    def _kill_tasks(self) -> None:
+        """Whatever a test left running (its clean-up failed): kill and delete every task, so no
+        container and no shim outlives this containerd."""
+        listed = self._ctr("-n", "k8s.io", "tasks", "ls", "-q")
+        for task in listed.stdout.decode().split():
+            self._ctr("-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", "--all", task)
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        for task in listed.stdout.decode().split():
+            while self._ctr("-n", "k8s.io", "tasks", "delete", task).returncode != 0 and time.monotonic() < deadline:
+                time.sleep(0.05)
+
+    def _ctr(self, *args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(["ctr", "-a", str(self.socket), *args], capture_output=True, check=False,
+                              timeout=60)
+
+    def _unmount_leftovers(self) -> None:
+        """Mounts of sandboxes or snapshots still under the work dir (a test that crashed before its
+        clean-up): unmount them, deepest first, so the work dir can be removed."""
+        prefix = f"{self.work}/"
+        with open("/proc/self/mounts") as mounts:
+            points = [line.split()[1] for line in mounts if line.split()[1].startswith(prefix)]
+        for point in sorted(points, key=len, reverse=True):
+            subprocess.run(["umount", "-l", point], capture_output=True, check=False)
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
