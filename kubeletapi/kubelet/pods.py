@@ -29,6 +29,7 @@ from kubeletapi.errors import InvalidInput, KubeletError, NotFound, Unavailable
 from kubeletapi.metrics.pods import PodMetrics
 from kubeletapi.metrics.runtime import InstrumentedRuntime
 from kubeletapi.pods.backoff import Backoff
+from kubeletapi.pods.images import ImageManager
 from kubeletapi.pods.loggc import LogGC
 from kubeletapi.pods.logrotation import ContainerLogRotator
 from kubeletapi.pods.manager import PodManager
@@ -148,8 +149,10 @@ class PodServices:
         self.pleg = PLEG(self.runtime, clock, metrics)
         self.probes = ProbeManager(self.runtime, clock, self._pod_status, self._probe_changed,
                                    user_agent=probe_user_agent())
+        images = ImageManager(self.runtime, clock, serialize=cfg.serialize_image_pulls,
+                              max_parallel=cfg.max_parallel_image_pulls)
         self._syncer = syncer = PodSyncer(self.runtime, self.node, clock, Backoff(clock), PodVolumes(self.node),
-                           self._publish, metrics, self.probes)
+                                          self._publish, metrics, self.probes, images)
         self.sources = self._sources(cfg, node_name, clock)
         self.manager = PodManager(syncer, self.pleg, clock, cfg.max_pods, [name for name, _ in self.sources],
                                   metrics, LogGC(self.node.pod_logs_dir, clock), self.probes)
