@@ -157,6 +157,7 @@ class PodServices:
         self.manager = PodManager(syncer, self.pleg, clock, cfg.max_pods, [name for name, _ in self.sources],
                                   metrics, LogGC(self.node.pod_logs_dir, clock), self.probes)
         self._tasks: list[asyncio.Task[None]] = []
+        self._log_monitor_s = cfg.container_log_monitor_interval.seconds or 10.0
 
     def _publish(self, uid: str, status: Any) -> None:
         self.manager.publish(uid, status)
@@ -186,7 +187,8 @@ class PodServices:
             self._syncer.id_scheme = version.runtime_name
         await self.pleg.relist()  # re-adopted containers are known before the first sync
         if self._log_rotator is not None:
-            self._tasks.append(asyncio.create_task(self._log_rotator.run(), name="container-log-rotation"))
+            self._tasks.append(asyncio.create_task(self._log_rotator.run(self._log_monitor_s),
+                                                   name="container-log-rotation"))
         for name, source in self.sources:
             self._tasks.append(asyncio.create_task(source.run(self.manager.apply), name=f"source-{name}"))
 

@@ -5,7 +5,8 @@ containerd writes each container's CRI log file but never rotates it: every peri
 running container whose log has reached max_size, the file is renamed aside, the runtime is asked
 to reopen the log (ReopenContainerLog: it writes a new file at the same path from then on), and
 the oldest rotated files beyond max_files-1 are removed. When the runtime cannot reopen, the file
-is renamed back so that the next pass tries again (the kubelet does the same). A running
+is renamed back so that the next pass tries again (as the kubelet), unless the runtime made a new
+file there after all (a reopen that timed out late): that one is never replaced. A running
 container whose log file is missing gets a ReopenContainerLog to recover it, as in the kubelet.
 
 Rotated files are named exactly as the process runtime's shim names them (shim.c, rotated_name),
