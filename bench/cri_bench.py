@@ -15,7 +15,8 @@ Runs, one after the other:
 1. process runtime, `python -m kubeletapi` as a subprocess (as pod_bench runs it), pod_bench's
    manifest (`sleep 3600`);
 2. containerd, the same agent subprocess with the remote runtime; hostNetwork busybox pods
-   (localhost/busybox:latest, imagePullPolicy IfNotPresent, `sh -c 'while true; do sleep 1; done'`).
+   (localhost/busybox:latest, imagePullPolicy IfNotPresent, `sh -c 'while true; do sleep 1; done'`,
+   terminationGracePeriodSeconds 2: that `sh` ignores SIGTERM, so a removal lasts the grace period).
    In both: BENCH_TRIALS single pods, each written, timed and removed (until /pods, /runningpods
    and, on containerd, ListPodSandbox are empty) before the next; then BENCH_PODS pods written at
    once. Latency = manifest renamed into --pod-manifest-path -> the pod's status.phase is Running
@@ -43,6 +44,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import gc
+import hashlib
 import http.client
 import json
 import os
@@ -70,7 +72,7 @@ from results_md import update_section
 from stats_bench import load, machine
 
 from tests.cri import containerd, images
-from tests.cri.cleanup import purge_cri
+from tests.cri.cleanup import purge_cri, remove_cgroup_root
 
 TRIALS = int(os.environ.get("BENCH_TRIALS", "20"))
 PODS = int(os.environ.get("BENCH_PODS", "30"))
@@ -80,13 +82,18 @@ GOAL_P50_MS = 400.0
 SECTION = "CRI (containerd)"
 SUMMARY, CADVISOR, RESOURCE = "/stats/summary", "/metrics/cadvisor", "/metrics/resource"
 SCRAPED = (CADVISOR, SUMMARY)
+SHIM_SOCKETS = Path("/run/containerd/s")
 NODE = "benchnode"  # agent_args' --hostname-override: static pods are named <name>-benchnode
 BUSYBOX = "localhost/busybox:latest"
+# `sh` is PID 1 of its container's own PID namespace and has no SIGTERM handler, so the kernel drops
+# the SIGTERM: each removal lasts the grace period (the agent's minimum, 2 s, instead of 30 s).
+GRACE_S = 2
 
 
 def cri_manifest(name: str) -> str:
     return (f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n"
-            f"  hostNetwork: true\n  containers:\n  - name: c\n    image: {BUSYBOX}\n"
+            f"  hostNetwork: true\n  terminationGracePeriodSeconds: {GRACE_S}\n  containers:\n  - name: c\n"
+            f"    image: {BUSYBOX}\n"
             "    imagePullPolicy: IfNotPresent\n    command: [sh, -c, 'while true; do sleep 1; done']\n")
 
 
@@ -160,8 +167,9 @@ class SandboxWatch:
 class Trash:
     """Everything this run made that must not outlive it."""
 
-    cgroup_roots: list[str] = field(default_factory=list)
+    agent_args: list[list[str]] = field(default_factory=list)  # each agent's flags (its --cgroup-root)
     work_dirs: list[Path] = field(default_factory=list)  # the private containerd's (in its processes' argv)
+    shim_sockets: list[Path] = field(default_factory=list)  # of shims killed at the end
 
 
 def _healthy(port: int) -> bool:
@@ -187,7 +195,7 @@ class Agent:
         self.ports = free_ports(3)
         remote = ("--container-runtime", "remote", "--container-runtime-endpoint", endpoint) if endpoint else ()
         self.args = agent_args(self.base, "10s", self.ports, *remote)
-        trash.cgroup_roots.append(self.args[self.args.index("--cgroup-root") + 1])
+        trash.agent_args.append(self.args)
         self.proc: subprocess.Popen[bytes] | None = None
         self.kubelet: Any = None
         self.loop: LoopThread | None = None
@@ -296,13 +304,24 @@ def single_pod_latency(agent: Agent) -> list[float]:
 class Burst:
     per_pod_ms: list[float]
     all_running_s: float
+    agent_cpu_s: float = 0.0  # CPU the agent used from the write until the last pod was Running
+    runtime_cpu_s: float = 0.0  # the same for the containerd daemon (not its shims, nor runc)
 
 
-def burst(agent: Agent) -> Burst:
+def cpu_s(proc: psutil.Process | None) -> float:
+    if proc is None:
+        return 0.0
+    times = proc.cpu_times()
+    return times.user + times.system
+
+
+def burst(agent: Agent, runtime: psutil.Process | None = None) -> Burst:
     """PODS manifests renamed into place at once; each pod's ms from that common time to Running."""
     assert agent.client is not None
     names = [f"p{i:03d}" for i in range(PODS)]
     tmps = [agent.write(n, agent.manifest(n)) for n in names]
+    proc = psutil.Process(agent.pid)
+    agent0, runtime0 = cpu_s(proc), cpu_s(runtime)
     start = time.perf_counter()
     for name, tmp in zip(names, tmps, strict=True):
         tmp.rename(agent.manifests / f"{name}.yaml")
@@ -315,7 +334,8 @@ def burst(agent: Agent) -> Burst:
         if now - start > 300:
             raise TimeoutError(f"benchmark: {len(seen)} of {PODS} pods Running after 300 s")
         time.sleep(0.01)
-    return Burst([(t - start) * 1000 for t in seen.values()], max(seen.values()) - start)
+    return Burst([(t - start) * 1000 for t in seen.values()], max(seen.values()) - start,
+                 cpu_s(proc) - agent0, cpu_s(runtime) - runtime0)
 
 
 # --- scrapes ------------------------------------------------------------------------------------
@@ -421,11 +441,11 @@ class RuntimeResult:
     agent_rss_mib: float
 
 
-def latency_run(label: str, trash: Trash, endpoint: str | None) -> RuntimeResult:
+def latency_run(label: str, trash: Trash, endpoint: str | None, runtime: psutil.Process | None) -> RuntimeResult:
     agent = Agent(label, trash, endpoint)
     try:
         single = single_pod_latency(agent)
-        many = burst(agent)
+        many = burst(agent, runtime)
         wait_sampled_twice(agent)
         warm = warm_scrapes(agent)
         rss = psutil.Process(agent.pid).memory_info().rss / 2**20
@@ -450,9 +470,11 @@ def forced_run(trash: Trash, endpoint: str) -> Forced:
 # --- clean-up checks -------------------------------------------------------------------------------
 def leftovers(trash: Trash) -> list[str]:
     """Cgroup roots of this run in any hierarchy, and processes naming this run's containerd work dir."""
-    found = [str(mount / root.strip("/")) for mount in Path("/sys/fs/cgroup").iterdir()
-             for root in trash.cgroup_roots if (mount / root.strip("/")).is_dir()]
+    roots = [args[args.index("--cgroup-root") + 1].strip("/") for args in trash.agent_args]
+    found = [str(mount / root) for mount in Path("/sys/fs/cgroup").iterdir() for root in roots
+             if (mount / root).is_dir()]
     found += [f"pid {pid}: {' '.join(argv)}" for pid, argv in own_processes(trash)]
+    found += [str(sock) for sock in trash.shim_sockets if sock.exists()]
     return found
 
 
@@ -465,11 +487,37 @@ def own_processes(trash: Trash) -> Iterator[tuple[int, list[str]]]:
             yield proc.info["pid"], argv
 
 
+def containerd_process(trash: Trash) -> psutil.Process | None:
+    """The private containerd daemon (its argv names the run's work dir)."""
+    for pid, argv in own_processes(trash):
+        if argv and Path(argv[0]).name == "containerd":
+            return psutil.Process(pid)
+    return None
+
+
 def kill_own_leftovers(trash: Trash) -> None:
-    """Last resort after containerd's stop: SIGKILL what still names this run's work dir."""
-    for pid, _ in list(own_processes(trash)):
+    """Last resort after containerd's stop (a no-op when every agent's clean-up worked): SIGKILL
+    what still names this run's work dir and remove the sockets of the shims killed (containerd 1.6
+    puts a shim's socket in /run/containerd/s/sha256(<address>/<namespace>/<id>) whatever its
+    config says; a shim that dies by SIGKILL leaves it behind); then kill whatever still runs in
+    the run's cgroup roots (a shim's containers outlive it) and remove those roots."""
+    killed = []
+    for pid, argv in list(own_processes(trash)):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+        flags = dict(zip(argv[1::2], argv[2::2], strict=False)) if argv and "shim" in Path(argv[0]).name else {}
+        if {"-address", "-namespace", "-id"} <= flags.keys():
+            key = f"{flags['-address']}/{flags['-namespace']}/{flags['-id']}"
+            trash.shim_sockets.append(SHIM_SOCKETS / hashlib.sha256(key.encode()).hexdigest())
+    with contextlib.suppress(TimeoutError):
+        wait(lambda: not any(psutil.pid_exists(p) for p in killed), 10, 0.05, "killed processes to exit")
+    for sock in trash.shim_sockets:
+        with contextlib.suppress(OSError):
+            sock.unlink()
+    for args in trash.agent_args:  # a killed shim's containers outlive it: kill what is in our cgroups
+        purge(args)
+        remove_cgroup_root(args[args.index("--cgroup-root") + 1])
 
 
 # --- results ---------------------------------------------------------------------------------------
@@ -494,7 +542,8 @@ def write_results(cri: RuntimeResult, proc: RuntimeResult, forced: Forced, loads
         "images imported from local tars, no registry). The agent is `python -m kubeletapi` as a subprocess "
         "(as pod_bench runs it), loopback only, --housekeeping-interval 10s; on containerd with "
         "`--container-runtime=remote --container-runtime-endpoint unix://...`. containerd pods: hostNetwork, "
-        f"{BUSYBOX}, imagePullPolicy IfNotPresent, `sh -c 'while true; do sleep 1; done'`; process-runtime pods: "
+        f"{BUSYBOX}, imagePullPolicy IfNotPresent, `sh -c 'while true; do sleep 1; done'`, "
+        f"terminationGracePeriodSeconds {GRACE_S} (that sh ignores SIGTERM); process-runtime pods: "
         "pod_bench's manifest (`sleep 3600`). Latency = manifest renamed into --pod-manifest-path -> "
         "status.phase Running in /pods over the secure port (TLS keep-alive, admin client certificate), "
         "polled every 2 ms for one pod and every 10 ms for the burst, counted when the response showing it "
@@ -515,8 +564,11 @@ def write_results(cri: RuntimeResult, proc: RuntimeResult, forced: Forced, loads
         f"{min(proc.single_ms):.0f} / {max(proc.single_ms):.0f} ms | |",
         f"| {PODS} pods at once: per-pod p50 / p99 | {p50_p99(cri.burst.per_pod_ms)} | "
         f"{p50_p99(proc.burst.per_pod_ms)} | |",
-        f"| {PODS} pods at once: all Running after | {cri.burst.all_running_s:.2f} s | "
+        f"| {PODS} pods at once: first / last Running after | {min(cri.burst.per_pod_ms) / 1000:.2f} / "
+        f"{cri.burst.all_running_s:.2f} s | {min(proc.burst.per_pod_ms) / 1000:.2f} / "
         f"{proc.burst.all_running_s:.2f} s | |",
+        f"| {PODS} pods at once: CPU until all Running, agent / containerd daemon | {cri.burst.agent_cpu_s:.2f} / "
+        f"{cri.burst.runtime_cpu_s:.2f} s | {proc.burst.agent_cpu_s:.2f} s / - | |",
         f"| agent RSS with {PODS} pods | {cri.agent_rss_mib:.0f} MiB | {proc.agent_rss_mib:.0f} MiB | |",
         "",
         f"| scrape, {PODS} pods (read-only port) | body (containerd) | containerd warm p50 / p99 ms | "
@@ -566,9 +618,9 @@ def run(trash: Trash) -> tuple[RuntimeResult, RuntimeResult, Forced]:
         daemon.start()
         daemon.import_images(tars)
         print("process runtime: pod start ...", file=sys.stderr)
-        proc = latency_run("process", trash, None)
+        proc = latency_run("process", trash, None, None)
         print("containerd: pod start and warm scrapes ...", file=sys.stderr)
-        cri = latency_run("containerd", trash, daemon.endpoint)
+        cri = latency_run("containerd", trash, daemon.endpoint, containerd_process(trash))
         print("containerd: forced housekeeping cycles (agent in-process) ...", file=sys.stderr)
         forced = forced_run(trash, daemon.endpoint)
     except BaseException:
@@ -592,6 +644,7 @@ def main() -> int:
         print(f"cri_bench needs {', '.join(missing)} (`make deb` installs them)", file=sys.stderr)
         return 1
     signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # ^C even when started in the background
     trash = Trash()
     loads = [load()]
     try:
