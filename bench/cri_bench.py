@@ -69,7 +69,7 @@ import pod_bench
 from benchkit import Client, LoopThread, agent_args, pct, purge, stop_pods, wait
 from ports import free_ports
 from results_md import update_section
-from stats_bench import load, machine
+from stats_bench import load, machine, wait_generations
 
 from tests.cri import containerd, images
 from tests.cri.cleanup import purge_cri, remove_cgroup_root
@@ -358,15 +358,7 @@ def wait_sampled_twice(agent: Agent) -> None:
     client = Client(agent.ports[1])
     try:
         wait(lambda: sampled_containers(client) >= PODS, 60, 0.25, "every container sampled")
-        _, previous, _ = client.get(RESOURCE)
-        for _ in range(2):
-            def changed() -> bool:
-                nonlocal previous
-                body = client.get(RESOURCE)[1]
-                new, previous = body != previous, body
-                return new
-
-            wait(changed, 60, 0.25, "a housekeeping cycle")
+        wait_generations(client, 2)
     finally:
         client.close()
 

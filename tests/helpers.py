@@ -28,6 +28,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from kubeletapi.cli import configuration
 from kubeletapi.clock import Clock
 from kubeletapi.kubelet import Kubelet
+from tests.cri.cleanup import remove_cgroup_root
 
 LOOPBACK = "127.0.0.1"
 
@@ -161,7 +162,7 @@ def purge(args: Sequence[str]) -> None:
         if os.path.ismount(mount):
             subprocess.run(["umount", "-l", str(mount)], check=False)
     if "--cgroup-root" in args and os.geteuid() == 0:
-        remove_cgroup_tree(args[args.index("--cgroup-root") + 1])
+        remove_cgroup_root(args[args.index("--cgroup-root") + 1])
 
 
 def _state(pid: int) -> str:
@@ -170,17 +171,6 @@ def _state(pid: int) -> str:
     except OSError:
         return "Z"
     return text[text.rfind(")") + 2 :].split()[0]
-
-
-def remove_cgroup_tree(cgroup_root: str) -> None:
-    from kubeletapi.cgroups import detect
-
-    for hierarchy in detect().hierarchies:
-        base = hierarchy.mount_point / cgroup_root.strip("/")
-        if base.is_dir():
-            for dirpath, _, _ in sorted(os.walk(base), key=lambda e: -len(e[0])):
-                with contextlib.suppress(OSError):
-                    Path(dirpath).rmdir()
 
 
 def tls_client_context(ca: Path, cert: tuple[Path, Path] | None = None) -> ssl.SSLContext:

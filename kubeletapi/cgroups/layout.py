@@ -78,6 +78,15 @@ class CgroupLayout:
             return cls(2, (Hierarchy(unified_mount),), unified_mount, root_path)
         raise NotSupported("no cgroup v1 controller or cgroup2 mount found in mountinfo")
 
+    @property
+    def mount_points(self) -> tuple[Path, ...]:
+        """Every hierarchy's mount point, the hybrid unified one included (runc creates a pod's
+        cgroup parent there too, so whoever removes it looks there as well)."""
+        points = [h.mount_point for h in self.hierarchies]
+        if self.unified is not None and self.unified not in points:
+            points.append(self.unified)
+        return tuple(points)
+
     def hierarchy(self, controller: str) -> Hierarchy | None:
         """The hierarchy carrying `controller` (v1), or the unified hierarchy (v2)."""
         if self.version == 2:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from kubeletapi.cgroups.layout import CgroupLayout, cgroup_parts
+from kubeletapi.cgroups.layout import CgroupLayout, cgroup_dir, cgroup_parts
 from kubeletapi.cgroups.resources import ResourceConfig
 from kubeletapi.errors import Conflict, InvalidInput, NotFound, Unavailable
 
@@ -55,7 +55,9 @@ class CgroupWriter(Protocol):
         ...
 
     def delete(self, path: str) -> None:
-        """Remove the cgroup and its descendants leaf-first; Conflict while processes live in it."""
+        """Remove the cgroup and its descendants leaf-first, in every hierarchy where it exists (a
+        CRI runtime's runc also creates it in hierarchies the writer does not manage, the hybrid
+        unified one included); Conflict while processes live in it."""
 
     def exists(self, path: str) -> bool:
         """Whether the cgroup exists in every hierarchy the kubelet checks."""
@@ -182,7 +184,7 @@ class BaseWriter:
     def delete(self, path: str) -> None:
         if not cgroup_parts(path):
             raise InvalidInput("refusing to delete the root cgroup")
-        existing = [d for d in self._dirs(path) if d.is_dir()]
+        existing = [d for d in (cgroup_dir(m, path) for m in self.layout.mount_points) if d.is_dir()]
         live = self.pids(path)
         if live:
             raise Conflict(f"cgroup {path} still has processes {live}; stop them before deleting it")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from kubeletapi.cgroups.stats import MemoryStats
@@ -47,8 +48,7 @@ def _container(c: cri.ContainerStats, now_ns: int) -> RuntimeUsage:
     layer = c.writable_layer
     if layer is None:
         return usage
-    return RuntimeUsage(usage.timestamp_ns, usage.cpu_usage_ns, usage.nano_cores, usage.memory,
-                        rootfs_used=layer.used_bytes, rootfs_inodes=layer.inodes_used)
+    return replace(usage, rootfs_used=layer.used_bytes, rootfs_inodes=layer.inodes_used)
 
 
 class CRIStatsSource:
@@ -65,9 +65,7 @@ class CRIStatsSource:
         if self._pod_stats:
             try:
                 for pod in await self._runtime.list_pod_sandbox_stats():
-                    usage = _usage(pod.cpu, pod.memory, now)
-                    pods[pod.meta.uid] = RuntimeUsage(usage.timestamp_ns, usage.cpu_usage_ns, usage.nano_cores,
-                                                      usage.memory, process_count=pod.process_count)
+                    pods[pod.meta.uid] = replace(_usage(pod.cpu, pod.memory, now), process_count=pod.process_count)
                     containers.update((c.id, _container(c, now)) for c in pod.containers)
             except NotSupported as exc:
                 log.info("stats: %s; pod figures come from cgroups", exc)

@@ -79,14 +79,6 @@ def _isolation() -> bool:
         return False
 
 
-def _cgroup_mounts() -> list[Path]:
-    """Every cgroup hierarchy's mount point (v1 controllers and a hybrid unified mount)."""
-    with contextlib.suppress(OSError, KubeletError):
-        layout = detect()
-        return [h.mount_point for h in layout.hierarchies] + ([layout.unified] if layout.unified else [])
-    return []
-
-
 class RuntimeProcesses:
     """The CRI runtime's own processes (containerd and its shims) for the summary's `runtime`
     system container, found by name and refreshed at most once a minute."""
@@ -114,6 +106,7 @@ class PodServices:
     def __init__(self, cfg: KubeletConfiguration, opts: NodeOptions, node_name: str, node_ip: str,
                  clock: Clock, metrics: PodMetrics) -> None:
         isolated = _isolation()
+        log_max_size = Quantity.parse(cfg.container_log_max_size).value()
         opts.root_dir.mkdir(parents=True, exist_ok=True)  # the kubelet's root directory (pods, stats' rootFs)
         runtime: Runtime
         streamer: Streamer
@@ -122,20 +115,19 @@ class PodServices:
         if opts.container_runtime == "remote":
             # A CRI runtime isolates every container itself; pods always get a cgroup_parent (a
             # sandbox without one breaks ListPodSandboxStats), created with the pod's limits when root.
-            cri = CRIRuntime(cfg.container_runtime_endpoint, cgroups=new_writer(detect()) if isolated else None,
-                             cgroup_mounts=_cgroup_mounts())
+            cri = CRIRuntime(cfg.container_runtime_endpoint, cgroups=new_writer(detect()) if isolated else None)
             runtime, streamer, self.cri = cri, cri, cri
             self.runtime_pids = RuntimeProcesses(clock)
             # containerd never rotates: the kubelet's container log manager does (the process
             # runtime's shim rotates by itself).
             self._log_rotator: ContainerLogRotator | None = ContainerLogRotator(
-                cri, Quantity.parse(cfg.container_log_max_size).value(), cfg.container_log_max_files, clock)
+                cri, log_max_size, cfg.container_log_max_files, clock)
             isolated = True
         else:
             process = ProcessRuntime(
                 opts.root_dir / "runtime" / "process", shim_path(), clock,
                 cgroups=new_writer(detect()) if isolated else None, namespaces=isolated,
-                log_max_size=Quantity.parse(cfg.container_log_max_size).value(),
+                log_max_size=log_max_size,
                 log_max_files=cfg.container_log_max_files,
             )
             if not isolated:

@@ -89,13 +89,6 @@ class RuntimeCase:
             await self.release(runtime)
 
 
-def cgroup_mounts() -> list[Path]:
-    """Every cgroup hierarchy's mount point, the hybrid unified one included (runc makes the pod
-    cgroup there too)."""
-    layout = detect()
-    return [h.mount_point for h in layout.hierarchies] + ([layout.unified] if layout.unified else [])
-
-
 async def _nothing(_: ContractRuntime) -> None:
     return None
 
@@ -118,10 +111,9 @@ def _process_case(name: str, tmp_path: Path, cgroup_root: str) -> RuntimeCase:
 def _cri_case(request: pytest.FixtureRequest, tmp_path: Path, cgroup_root: str) -> RuntimeCase:
     env = request.getfixturevalue("cri_env")  # skips when this machine cannot run containerd
     cgroups = new_writer(detect())
-    mounts = cgroup_mounts()
 
     def make() -> ContractRuntime:
-        return CRIRuntime(env.endpoint, cgroups=cgroups, cgroup_mounts=mounts)
+        return CRIRuntime(env.endpoint, cgroups=cgroups)
 
     return RuntimeCase("cri", make(), cgroup_root, tmp_path / "logs", env.busybox, True, make, _close)
 

@@ -17,6 +17,18 @@ from pathlib import Path
 from kubeletapi.cgroups import detect
 from kubeletapi.errors import KubeletError
 from kubeletapi.runtime.cri import CRIRuntime
+from kubeletapi.runtime.types import Sandbox
+
+
+def list_sandboxes(endpoint: str) -> list[Sandbox]:
+    """The runtime's sandboxes now, through a runtime of its own (any test, any loop)."""
+    async def listed() -> list[Sandbox]:
+        runtime = CRIRuntime(endpoint)
+        try:
+            return list(await runtime.list_pod_sandboxes())
+        finally:
+            await runtime.close()
+    return asyncio.run(listed())
 
 
 async def remove_all_sandboxes(endpoint: str) -> int:
@@ -36,9 +48,7 @@ async def remove_all_sandboxes(endpoint: str) -> int:
 
 def remove_cgroup_root(cgroup_root: str) -> None:
     """Remove `cgroup_root` and everything below it in every hierarchy (deepest first)."""
-    layout = detect()
-    mounts = [h.mount_point for h in layout.hierarchies] + ([layout.unified] if layout.unified else [])
-    for mount in mounts:
+    for mount in detect().mount_points:
         base = mount / cgroup_root.strip("/")
         if base.is_dir():
             for dirpath, _, _ in sorted(os.walk(base), key=lambda e: -len(e[0])):
@@ -55,10 +65,8 @@ def purge_cri(endpoint: str, agent_args: Sequence[str] = ()) -> None:
 
 def cgroup_dirs(cgroup_root: str) -> list[Path]:
     """What is left of `cgroup_root` in any hierarchy (for tests asserting a clean removal)."""
-    layout = detect()
-    mounts = [h.mount_point for h in layout.hierarchies] + ([layout.unified] if layout.unified else [])
     out: list[Path] = []
-    for mount in mounts:
+    for mount in detect().mount_points:
         base = mount / cgroup_root.strip("/")
         if base.is_dir():
             out += [Path(d) for d, _, _ in os.walk(base)]

@@ -35,11 +35,6 @@ COUNTER = "i=0; while true; do echo line $i; i=$((i+1)); usleep 2000; done"
 LINE = re.compile(rb"line ([0-9]+)")
 
 
-def cgroup_mounts() -> list[Path]:
-    layout = detect()
-    return [h.mount_point for h in layout.hierarchies] + ([layout.unified] if layout.unified else [])
-
-
 class OneSandbox:
     """The runtime as the rotator sees it, limited to this test's sandbox: another test's
     containers on the same containerd are not ours to rotate."""
@@ -86,7 +81,7 @@ async def read_file(path: str) -> bytes:
 
 
 async def scenario(env: CRIEnv, tmp_path: Path, cgroup_root: str) -> None:
-    runtime = CRIRuntime(env.endpoint, cgroups=new_writer(detect()), cgroup_mounts=cgroup_mounts())
+    runtime = CRIRuntime(env.endpoint, cgroups=new_writer(detect()))
     sandbox_id = ""
     try:
         uid = secrets.token_hex(8)

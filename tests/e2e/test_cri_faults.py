@@ -16,7 +16,7 @@ import pytest
 from kubeletapi.runtime.cri import CRIRuntime
 from kubeletapi.runtime.types import PodMeta, SandboxConfig, SandboxState
 from tests.cri import containerd, images
-from tests.cri.cleanup import purge_cri
+from tests.cri.cleanup import list_sandboxes, purge_cri
 from tests.cri.fixtures import CRIEnv
 from tests.e2e.test_cri_pods import IMAGE, TICKER, bb
 from tests.helpers import Agent, agent_args
@@ -147,12 +147,6 @@ def test_a_notready_sandbox_is_cleaned_up_and_stats_go_on(node: Node, tmp_path: 
     assert steady is not None
     assert steady["cpu"]["usageCoreNanoSeconds"] > 0 and steady["containers"][0]["cpu"]["usageCoreNanoSeconds"] > 0
 
-    async def sandbox_ids() -> set[str]:
-        runtime = CRIRuntime(node.daemon.endpoint)
-        try:
-            return {s.id for s in await runtime.list_pod_sandboxes()}
-        finally:
-            await runtime.close()
-
-    wait_for(lambda: sid not in asyncio.run(sandbox_ids()), timeout=20, interval=0.5, what="stray removed")
+    wait_for(lambda: sid not in {s.id for s in list_sandboxes(node.daemon.endpoint)}, timeout=20, interval=0.5,
+             what="stray removed")
     assert node.running("steady")

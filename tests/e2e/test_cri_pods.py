@@ -10,7 +10,6 @@ One agent (module scope, housekeeping every second) runs:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
@@ -25,8 +24,7 @@ import pytest
 from kubernetes.client import Configuration
 from kubernetes.stream.ws_client import WSClient, get_websocket_url
 
-from kubeletapi.runtime.cri import CRIRuntime
-from tests.cri.cleanup import cgroup_dirs, purge_cri
+from tests.cri.cleanup import cgroup_dirs, list_sandboxes, purge_cri
 from tests.cri.fixtures import CRIEnv
 from tests.helpers import Agent, AgentProcess, agent_args, purge
 from tests.podtools import manifest, pods, status_of, wait_for, write
@@ -78,16 +76,6 @@ class Node:
         return self.agent.args[self.agent.args.index("--cgroup-root") + 1]
 
 
-def _runtime_sandboxes(endpoint: str) -> list[Any]:
-    async def go() -> list[Any]:
-        runtime = CRIRuntime(endpoint)
-        try:
-            return list(await runtime.list_pod_sandboxes())
-        finally:
-            await runtime.close()
-    return asyncio.run(go())
-
-
 @pytest.fixture(scope="module")
 def node(cri_env: CRIEnv, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
     root = tmp_path_factory.mktemp("cri")
@@ -127,7 +115,7 @@ def test_busybox_pod_runs_with_the_runtimes_ids(node: Node) -> None:
     assert status["containerID"].startswith("containerd://")
     assert status["image"] == IMAGE and status["imageID"].startswith(("sha256:", "localhost/busybox@sha256:"))
     cid = status["containerID"].removeprefix("containerd://")
-    (sandbox,) = [s for s in _runtime_sandboxes(node.cri.endpoint) if s.meta.uid == pod["metadata"]["uid"]]
+    (sandbox,) = [s for s in list_sandboxes(node.cri.endpoint) if s.meta.uid == pod["metadata"]["uid"]]
     # The kubelet's labels, the log directory and the cgroup parent under the QoS hierarchy.
     assert sandbox.labels["io.kubernetes.pod.name"] == "bb-testnode"
     assert sandbox.labels["io.kubernetes.pod.namespace"] == "default"
@@ -284,7 +272,7 @@ def test_stats_and_metrics_for_the_pod(node: Node) -> None:
     assert f'image="{IMAGE}"' in main_line and 'container="main"' in main_line
     assert 'pod="bb-testnode"' in main_line and 'namespace="default"' in main_line
     assert float(main_line.rsplit(" ", 2)[1]) > 0
-    (sandbox,) = [s for s in _runtime_sandboxes(node.cri.endpoint) if s.meta.uid == uid]
+    (sandbox,) = [s for s in list_sandboxes(node.cri.endpoint) if s.meta.uid == uid]
     pause = next(line for line in lines if f'name="{sandbox.id}"' in line)
     assert 'container=""' in pause and f'image="{node.cri.pause}"' in pause and 'pod="bb-testnode"' in pause
 
@@ -293,10 +281,10 @@ def test_pod_removal_cleans_sandboxes_and_cgroups(node: Node) -> None:
     pod = wait_for(lambda: node.pod("crash"), what="crash pod")
     uid = pod["metadata"]["uid"]
     parent = f"{node.cgroup_root()}/kubepods/burstable/pod{uid}"
-    assert any(s.meta.uid == uid for s in _runtime_sandboxes(node.cri.endpoint))
+    assert any(s.meta.uid == uid for s in list_sandboxes(node.cri.endpoint))
     (node.manifests / "crash.yaml").unlink()
     wait_for(lambda: node.pod("crash") is None, what="crash gone from /pods")
-    wait_for(lambda: not any(s.meta.uid == uid for s in _runtime_sandboxes(node.cri.endpoint)),
+    wait_for(lambda: not any(s.meta.uid == uid for s in list_sandboxes(node.cri.endpoint)),
              what="crash sandbox removed")
     leftovers = [d for d in cgroup_dirs(node.cgroup_root()) if f"pod{uid}" in str(d)]
     assert leftovers == [], parent

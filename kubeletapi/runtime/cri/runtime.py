@@ -16,14 +16,13 @@ Pod cgroups: like the kubelet's pod container manager, kubeletapi creates each p
 cgroup_parent with the pod-level limits (`cgroups`, the same writer the process runtime uses)
 before RunPodSandbox; runc puts the pause container and every container in a child named by its
 id. runc never removes cgroup_parent (nor the directories it made for controllers kubeletapi does
-not write): once the sandbox is removed kubeletapi removes it in every hierarchy of `cgroup_mounts`.
+not write): once the sandbox is removed the writer deletes it in every hierarchy.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import json
 import logging
 import math
@@ -69,6 +68,8 @@ class PodCgroups(Protocol):
 
     def set_resources(self, path: str, config: ResourceConfig) -> None: ...
 
+    def delete(self, path: str) -> None: ...
+
 
 @dataclass(frozen=True)
 class RuntimeCondition:
@@ -88,11 +89,10 @@ class CRIRuntime:
     """A CRI v1 runtime; build it with `await CRIRuntime.connect(endpoint)`, end with close()."""
 
     def __init__(self, endpoint: str, *, resolv_conf: Path = convert.RESOLV_CONF, cgroups: PodCgroups | None = None,
-                 cgroup_mounts: Sequence[Path] = (), runtime_handler: str = "") -> None:
+                 runtime_handler: str = "") -> None:
         self._client = CRIClient(endpoint)
         self._resolv_conf = resolv_conf
         self._cgroups = cgroups
-        self._cgroup_mounts = tuple(cgroup_mounts)
         self._handler = runtime_handler
         self._sandboxes: dict[str, pb.PodSandboxConfig] = {}
         self._sandbox_images: dict[str, str] = {}  # the pause image of each sandbox (verbose info)
@@ -101,10 +101,9 @@ class CRIRuntime:
 
     @classmethod
     async def connect(cls, endpoint: str, *, resolv_conf: Path = convert.RESOLV_CONF, cgroups: PodCgroups | None = None,
-                      cgroup_mounts: Sequence[Path] = (), runtime_handler: str = "") -> CRIRuntime:
+                      runtime_handler: str = "") -> CRIRuntime:
         """A runtime whose endpoint answered Version with CRI v1 (else StartupError)."""
-        runtime = cls(endpoint, resolv_conf=resolv_conf, cgroups=cgroups, cgroup_mounts=cgroup_mounts,
-                      runtime_handler=runtime_handler)
+        runtime = cls(endpoint, resolv_conf=resolv_conf, cgroups=cgroups, runtime_handler=runtime_handler)
         try:
             await runtime.check()
         except BaseException:
@@ -166,7 +165,15 @@ class CRIRuntime:
             del self._statuses[cid]
         parent = config.linux.cgroup_parent if config is not None else ""
         if parent and all(c.linux.cgroup_parent != parent for c in self._sandboxes.values()):
-            await remove_cgroup(self._cgroup_mounts, parent)  # unless another attempt of the pod uses it
+            self._delete_cgroup(parent)  # unless another attempt of the pod uses it
+
+    def _delete_cgroup(self, path: str) -> None:
+        if self._cgroups is None:
+            return
+        try:
+            self._cgroups.delete(path)
+        except KubeletError as exc:
+            log.warning("cannot remove pod cgroup %s: %s", path, exc)
 
     async def list_pod_sandboxes(self) -> Sequence[Sandbox]:
         answer = await self._client.call(rpc.LIST_POD_SANDBOX, pb.ListPodSandboxRequest())
@@ -422,28 +429,3 @@ def _start_failure(message: str) -> int | None:
     if "executable file not found" in message or "no such file or directory" in message:
         return 127
     return 126
-
-
-async def remove_cgroup(mounts: Sequence[Path], path: str) -> None:
-    """Remove the cgroup `path` (and any child left in it) from every hierarchy, leaf first. A
-    directory whose last task is still leaving answers EBUSY for a moment: retried briefly."""
-    relative = path.strip("/")
-    if not relative:
-        return
-    for mount in mounts:
-        top = mount / relative
-        if not top.is_dir():
-            continue
-        dirs = sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True)
-        for directory in [*dirs, top]:
-            for attempt in range(CGROUP_RMDIR_TRIES):
-                try:
-                    directory.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError as exc:
-                    if exc.errno != errno.EBUSY or attempt == CGROUP_RMDIR_TRIES - 1:
-                        log.warning("cannot remove cgroup %s: %s", directory, exc.strerror)
-                        break
-                    await asyncio.sleep(0.02 * (attempt + 1))
