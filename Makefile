@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 # prometheus (promtool and a real scraper for the tests), prometheus-node-exporter (the bench peer);
 # containerd, runc and the CNI plugins (the CRI runtime under the contract suite), busybox-static and
 # umoci (its images, built locally: no registry); later issues add influxdb here: this is the one list.
-DEB_PACKAGES := wrk curl prometheus prometheus-node-exporter containerd runc containernetworking-plugins busybox-static umoci
+DEB_PACKAGES := wrk curl prometheus prometheus-node-exporter containerd runc containernetworking-plugins busybox-static umoci influxdb docker-compose
 
 .PHONY: all venv deb run test lint typecheck importlint pytest openapi proto bench clean
 

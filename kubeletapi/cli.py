@@ -23,13 +23,14 @@ from kubeletapi import __version__
 from kubeletapi.config import (
     Duration,
     FlagValue,
+    InfluxDBOptions,
     KubeletConfiguration,
     NodeOptions,
     build_config,
     read_config_file,
     validate,
 )
-from kubeletapi.errors import KubeletError
+from kubeletapi.errors import ConfigError, KubeletError
 from kubeletapi.kubelet import Kubelet
 
 log = logging.getLogger("kubeletapi")
@@ -125,7 +126,41 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--token-auth-file", type=Path, help='static tokens: token,user,uid,"group1,group2"')
     p.add_argument("--authorization-rbac-file", type=Path,
                    help="ClusterRoles and ClusterRoleBindings for --authorization-mode=RBAC")
+    influx = p.add_argument_group("InfluxDB sink", "write the stats every housekeeping interval in the schema "
+                                  "of Telegraf's kubernetes input (off unless --influxdb-url is given)")
+    for flag, kind, text in INFLUXDB_FLAGS:
+        influx.add_argument(flag, type=kind, help=text)
     return p
+
+
+# (flag, type, help) of the InfluxDB sink's options (InfluxDBOptions fields by name).
+INFLUXDB_FLAGS: list[tuple[str, Any, str]] = [
+    ("--influxdb-url", str, "InfluxDB base URL, e.g. http://127.0.0.1:8086 (turns the sink on)"),
+    ("--influxdb-database", str, "1.x database (default k8s; created when missing)"),
+    ("--influxdb-retention-policy", str, "1.x retention policy (default: the database's default)"),
+    ("--influxdb-username", str, "1.x user (HTTP basic auth)"),
+    ("--influxdb-password", str, "1.x password"),
+    ("--influxdb-token", str, "API token (2.x, or 1.8+ with authentication): Authorization: Token ..."),
+    ("--influxdb-org", str, "2.x organization (with --influxdb-bucket)"),
+    ("--influxdb-bucket", str, "2.x bucket: write to /api/v2/write instead of 1.x /write"),
+    ("--influxdb-batch-size", int, "points per write request (default 5000)"),
+    ("--influxdb-buffer-size", int, "points kept while InfluxDB is down or slow; the oldest are dropped "
+                                    "beyond it (default 50000)"),
+    ("--influxdb-timeout", _duration, "timeout of one write request (default 5s)"),
+]
+
+
+def _influxdb_options(ns: dict[str, Any]) -> InfluxDBOptions | None:
+    given = {flag.removeprefix("--influxdb-").replace("-", "_"): ns[dest] for flag, _, _ in INFLUXDB_FLAGS
+             if (dest := flag.lstrip("-").replace("-", "_")) in ns}
+    if "url" not in given:
+        if given:
+            names = ", ".join(f"--influxdb-{k.replace('_', '-')}" for k in given)
+            raise ConfigError(f"{names} given without --influxdb-url")
+        return None
+    if "timeout" in given:
+        given["timeout"] = Duration.parse(given["timeout"])
+    return InfluxDBOptions(**given)
 
 
 def parse(argv: Sequence[str]) -> tuple[NodeOptions, list[FlagValue]]:
@@ -151,6 +186,7 @@ def parse(argv: Sequence[str]) -> tuple[NodeOptions, list[FlagValue]]:
         housekeeping_interval=Duration.parse(ns.get("housekeeping_interval", "10s")),
         token_auth_file=ns.get("token_auth_file"),
         authorization_rbac_file=ns.get("authorization_rbac_file"),
+        influxdb=_influxdb_options(ns),
     )
     return opts, flags
 

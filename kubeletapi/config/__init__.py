@@ -3,12 +3,13 @@
 from kubeletapi.config.durations import Duration
 from kubeletapi.config.load import FlagValue, build_config, read_config_file
 from kubeletapi.config.model import KubeletConfiguration
-from kubeletapi.config.options import NodeOptions
+from kubeletapi.config.options import InfluxDBOptions, NodeOptions
 from kubeletapi.config.validate import redacted, validate
 
 __all__ = [
     "Duration",
     "FlagValue",
+    "InfluxDBOptions",
     "KubeletConfiguration",
     "NodeOptions",
     "build_config",

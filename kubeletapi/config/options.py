@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from kubeletapi.config.durations import Duration
 from kubeletapi.errors import ConfigError
 
 RUNTIMES = ("process", "remote")
 DEFAULT_HOUSEKEEPING = Duration.parse("10s")
+DEFAULT_INFLUXDB_TIMEOUT = Duration.parse("5s")
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,7 @@ class NodeOptions:
     housekeeping_interval: Duration = DEFAULT_HOUSEKEEPING
     token_auth_file: Path | None = None
     authorization_rbac_file: Path | None = None
+    influxdb: InfluxDBOptions | None = None  # the InfluxDB sink, off unless --influxdb-url
 
     def __post_init__(self) -> None:
         if self.container_runtime not in RUNTIMES:
@@ -39,3 +42,45 @@ class NodeOptions:
     def effective_cert_dir(self) -> Path:
         """--cert-dir, defaulting to <root-dir>/pki as in the kubelet."""
         return self.cert_dir if self.cert_dir is not None else self.root_dir / "pki"
+
+
+@dataclass(frozen=True)
+class InfluxDBOptions:
+    """--influxdb-*: where the InfluxDB sink writes (1.x /write, or 2.x /api/v2/write with a bucket)."""
+
+    url: str
+    database: str = "k8s"
+    retention_policy: str = ""
+    username: str = ""
+    password: str = field(default="", repr=False)
+    token: str = field(default="", repr=False)
+    org: str = ""
+    bucket: str = ""
+    batch_size: int = 5000
+    buffer_size: int = 50_000
+    timeout: Duration = DEFAULT_INFLUXDB_TIMEOUT
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+            raise ConfigError(f"--influxdb-url must be an http(s) URL without query, got {self.url!r}")
+        try:
+            parts.port  # noqa: B018 - validates the port
+        except ValueError as exc:
+            raise ConfigError(f"--influxdb-url {self.url!r}: {exc}") from exc
+        if self.v2 and not self.org:
+            raise ConfigError("--influxdb-bucket (InfluxDB 2.x) needs --influxdb-org")
+        if not self.v2 and not self.database:
+            raise ConfigError("--influxdb-database must not be empty")
+        if self.batch_size < 1:
+            raise ConfigError(f"--influxdb-batch-size must be at least 1, got {self.batch_size}")
+        if self.buffer_size < self.batch_size:
+            raise ConfigError(f"--influxdb-buffer-size ({self.buffer_size}) must be at least "
+                              f"--influxdb-batch-size ({self.batch_size})")
+        if not Duration.parse("100ms") <= self.timeout <= Duration.parse("5m"):
+            raise ConfigError(f"--influxdb-timeout must be between 100ms and 5m, got {self.timeout}")
+
+    @property
+    def v2(self) -> bool:
+        """InfluxDB 2.x's API (org + bucket + token) rather than 1.x's database."""
+        return bool(self.bucket)

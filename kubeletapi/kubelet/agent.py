@@ -30,6 +30,7 @@ from kubeletapi.kubelet.stats import StatsServices
 from kubeletapi.metrics.kubelet import KubeletMetrics
 from kubeletapi.metrics.pods import LogUsageCollector, PodMetrics
 from kubeletapi.metrics.probes import ProbeMetrics
+from kubeletapi.metrics.sinks import SinkCollector
 from kubeletapi.metrics.spec import new_registry
 from kubeletapi.pki import NodePKI
 from kubeletapi.runtime.logoptions import PodLogOptions
@@ -142,6 +143,8 @@ class Kubelet:
             self.pods = PodServices(self.cfg, self.opts, self.node_name, str(self.node_ips[0]), self.clock, metrics)
             self._registries["metrics"].register(LogUsageCollector(self.pods.log_dirs))
             self.stats = StatsServices(self.cfg, self.opts, self.node_name, self.clock, self.pods)
+            if self.stats.sink is not None:
+                self._registries["metrics"].register(SinkCollector(self.stats.sink.counts))
             self.pods.probes.add_observer(
                 ProbeMetrics(self._registries["probes"], self.stats.collector.cfg.agent_start_ns / 1e9))
             for spec in self._listener_specs():

@@ -21,6 +21,8 @@ from kubeletapi.kubelet.cristats import CRIStatsSource
 from kubeletapi.kubelet.pods import PodServices
 from kubeletapi.metrics.cadvisor import render_cadvisor
 from kubeletapi.metrics.resource import render_resource
+from kubeletapi.sinks.influxdb import InfluxWriter
+from kubeletapi.sinks.sink import InfluxSink
 from kubeletapi.stats.collect import Collector, CollectorConfig, own_start_ns
 from kubeletapi.stats.housekeeping import Housekeeper
 from kubeletapi.stats.rendercache import RenderCache
@@ -61,12 +63,21 @@ class StatsServices:
         self.housekeeper = Housekeeper(self.collector, pods, clock, opts.housekeeping_interval.seconds,
                                        cfg.volume_stats_agg_period.seconds or 60.0, self._prepare,
                                        CRIStatsSource(pods.cri, now_ns) if pods.cri is not None else None)
+        self.sink: InfluxSink | None = None
+        if opts.influxdb is not None:
+            influx = opts.influxdb
+            self.sink = InfluxSink(InfluxWriter(influx), clock, influx.batch_size, influx.buffer_size)
+            self.housekeeper.add_observer(self.sink.observe)
 
     async def start(self) -> None:
+        if self.sink is not None:
+            await self.sink.start()
         await self.housekeeper.start()
 
     async def stop(self) -> None:
         await self.housekeeper.stop()
+        if self.sink is not None:
+            await self.sink.stop()
 
     def _snapshot(self) -> Snapshot:
         snap = self.housekeeper.latest()

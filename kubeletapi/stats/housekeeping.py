@@ -49,7 +49,13 @@ class Housekeeper:
         self._generation = 0
         self._lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
+        self._observers: list[Callable[[Snapshot], None]] = []
         self.last_prepare_cpu_s = 0.0  # CPU time `prepare` took on the last cycle
+
+    def add_observer(self, observer: Callable[[Snapshot], None]) -> None:
+        """Call `observer` on the event loop with every new Snapshot (it must not block: a sink
+        queues the cycle and does its work elsewhere)."""
+        self._observers.append(observer)
 
     def latest(self) -> Snapshot | None:
         """The last complete cycle (None before the first one)."""
@@ -81,7 +87,12 @@ class Housekeeper:
                 return None
             self._generation += 1
             self._latest = snap
-            return snap
+        for observer in self._observers:
+            try:
+                observer(snap)
+            except Exception:
+                log.exception("a stats observer failed on housekeeping cycle %d", snap.generation)
+        return snap
 
     async def _runtime_stats(self) -> RuntimeStats | None:
         if self._runtime is None:

@@ -17,6 +17,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kubeletapi.metrics.cadvisor import render_cadvisor
 from kubeletapi.metrics.resource import render_resource
+from kubeletapi.sinks.lineprotocol import encode_all
+from kubeletapi.sinks.telegraf import snapshot_points
 from kubeletapi.stats.snapshot import Snapshot
 from kubeletapi.stats.summary import cpu_and_memory_summary, encode, full_summary
 from tests.stats.fixture import TESTDATA, fixture_snapshots
@@ -27,6 +29,8 @@ RENDERERS: dict[str, Callable[[Snapshot], bytes]] = {
     "summary-cpu-memory.json": lambda s: encode(cpu_and_memory_summary(s)),
     "metrics-resource.txt": lambda s: render_resource(cpu_and_memory_summary(s)),
     "metrics-cadvisor.txt": lambda s: render_cadvisor(s, version="kubeletapi-golden"),
+    # the InfluxDB sink's line protocol (Telegraf's kubernetes schema)
+    "influxdb.lp": lambda s: b"".join(line + b"\n" for line in encode_all(snapshot_points(s))),
 }
 
 
@@ -55,6 +59,10 @@ def test_golden(tmp_path: Path, version: int, name: str, update_golden: bool) ->
     _compare(f"{stem}-v{version}.{ext}", body, update_golden)
     if ext == "json":
         json.loads(body)
+        return
+    if ext == "lp":
+        lines = body.decode().splitlines()
+        assert len(lines) == len(set(lines)) and all(line.count(" ") == 2 for line in lines), lines
         return
     seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
     for family in text_string_to_metric_families(body.decode()):

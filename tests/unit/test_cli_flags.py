@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -108,3 +109,40 @@ def test_webhook_flag_without_kubeconfig_is_refused() -> None:
     cfg = build_config(None, None, flags, has_kubeconfig=False, has_rbac_file=False)
     with pytest.raises(ConfigError, match="no client provided, cannot use webhook authentication"):
         validate(cfg, opts)
+
+
+def test_influxdb_flags_make_the_sink_options() -> None:
+    opts, _ = parse(["--influxdb-url", "http://127.0.0.1:8086", "--influxdb-database", "metrics",
+                     "--influxdb-retention-policy", "week", "--influxdb-username", "u", "--influxdb-password", "hunter2",
+                     "--influxdb-batch-size", "100", "--influxdb-buffer-size", "1000", "--influxdb-timeout", "2s"])
+    influx = opts.influxdb
+    assert influx is not None and not influx.v2
+    assert (influx.url, influx.database, influx.retention_policy, influx.username, influx.password) == (
+        "http://127.0.0.1:8086", "metrics", "week", "u", "hunter2")
+    assert (influx.batch_size, influx.buffer_size, influx.timeout.seconds) == (100, 1000, 2.0)
+    assert "hunter2" not in repr(influx)  # secrets stay out of log lines
+
+
+def test_influxdb_v2_flags() -> None:
+    opts, _ = parse(["--influxdb-url", "https://influx:8086", "--influxdb-token", "t", "--influxdb-org", "o",
+                     "--influxdb-bucket", "b"])
+    assert opts.influxdb is not None and opts.influxdb.v2 and opts.influxdb.token == "t"
+
+
+def test_no_influxdb_url_no_sink() -> None:
+    assert parse([])[1] == [] and parse([])[0].influxdb is None
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(["--influxdb-database", "k8s"], "--influxdb-database given without --influxdb-url", id="no-url"),
+        pytest.param(["--influxdb-url", "127.0.0.1:8086"], "must be an http(s) URL", id="no-scheme"),
+        pytest.param(["--influxdb-url", "http://h", "--influxdb-bucket", "b"], "needs --influxdb-org", id="v2-org"),
+        pytest.param(["--influxdb-url", "http://h", "--influxdb-buffer-size", "10"], "--influxdb-buffer-size",
+                     id="buffer-below-batch"),
+    ],
+)
+def test_bad_influxdb_flags(args: list[str], message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        parse(args)

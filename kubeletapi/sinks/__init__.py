@@ -1,0 +1,1 @@
+"""Push exporters fed from the stats cache: the InfluxDB sink (Telegraf's kubernetes schema)."""
