@@ -110,17 +110,28 @@ class CollectorConfig:
 
 @dataclass
 class VolumeUsageCache:
-    """Volume usage measured every volumeStatsAggPeriod (by housekeeping, off the main cycle)."""
+    """Volume usage measured every volumeStatsAggPeriod (by housekeeping, off the main cycle), and
+    a new pod's volumes once when first seen (the kubelet starts a pod's volume calculator at once)."""
 
     values: dict[Path, FsUsage | None] = field(default_factory=dict)
 
     def refresh(self, paths: Iterable[Path], fs: HostFs) -> None:
+        self.values = self._measure(paths, fs)  # one assignment: readers in other threads see old or new, whole
+
+    def add_new(self, paths: Iterable[Path], fs: HostFs) -> None:
+        """Measure the paths not measured yet, keeping every other figure."""
+        new = [p for p in paths if p not in self.values]
+        if new:
+            self.values = {**self.values, **self._measure(new, fs)}
+
+    @staticmethod
+    def _measure(paths: Iterable[Path], fs: HostFs) -> dict[Path, FsUsage | None]:
         fresh: dict[Path, FsUsage | None] = {}
         for path in paths:
             fresh[path] = fs.usage(path)
             if fresh[path] is None and path.exists():
                 log.warning("volume stats: %s has more entries than the walk limit; its usage is not reported", path)
-        self.values = fresh  # one assignment: readers in other threads see old or new, whole
+        return fresh
 
     def get(self, path: Path) -> FsUsage | None:
         return self.values.get(path)

@@ -112,6 +112,7 @@ class Housekeeper:
 
     def _cycle(self, pods: Sequence[PodRef], pids: Sequence[int], generation: int,
                reported: RuntimeStats | None = None) -> Snapshot:
+        self._collector.volumes.add_new((v.path for p in pods for v in p.volumes), self._collector.host_fs)
         snap = self._collector.collect(pods, pids, self._latest, generation, reported)
         if self._prepare is not None:
             start = time.thread_time()
