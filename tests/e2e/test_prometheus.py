@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import signal
 import subprocess
 import time
 from collections import Counter
@@ -20,15 +18,11 @@ from typing import Any
 
 import httpx
 import pytest
-import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.helpers import LOOPBACK, Agent, free_port
+from tests.ecosystem.prometheus import INSTALL_HINT, PROMETHEUS, PROMTOOL, Prometheus
+from tests.helpers import LOOPBACK, Agent
 from tests.podtools import container, manifest, running, wait_for, write
-
-PROMETHEUS = shutil.which("prometheus")
-PROMTOOL = shutil.which("promtool")
-INSTALL_HINT = "(Debian package `prometheus`, in the Makefile's DEB_PACKAGES)"
 
 pytestmark = [
     pytest.mark.e2e,
@@ -155,70 +149,6 @@ def test_promtool_and_client_parser_accept_every_metrics_endpoint(pods_agent: Ag
     assert not problems, problems
 
 
-class Prometheus:
-    """A real Prometheus on a free loopback port, data under `dir_`; killed by PID on `stop`."""
-
-    def __init__(self, dir_: Path, scrape_configs: list[dict[str, Any]]) -> None:
-        assert PROMETHEUS is not None
-        self.dir = dir_
-        self.dir.mkdir()
-        config = self.dir / "prometheus.yml"
-        config.write_text(yaml.safe_dump({
-            "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
-            "scrape_configs": scrape_configs,
-        }))
-        self.base = f"http://{LOOPBACK}:{free_port()}"
-        self.log = self.dir / "prometheus.log"
-        with self.log.open("wb") as log:
-            self.proc = subprocess.Popen(
-                [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={self.dir / 'data'}",
-                 f"--web.listen-address={self.base.removeprefix('http://')}"],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=self.dir,
-            )
-        self.http = httpx.Client(base_url=self.base, timeout=5)
-
-    def wait_ready(self, timeout: float = 20) -> None:
-        def ready() -> bool:
-            assert self.proc.poll() is None, f"prometheus exited with {self.proc.returncode}: {self.tail()}"
-            try:
-                return self.http.get("/-/ready").status_code == 200
-            except httpx.TransportError:
-                return False
-
-        wait_for(ready, timeout=timeout, interval=0.1, what="prometheus ready")
-
-    def api(self, path: str, **params: str) -> Any:
-        response = self.http.get(f"/api/v1/{path}", params=params)
-        assert response.status_code == 200, response.text
-        doc = response.json()
-        assert doc["status"] == "success", doc
-        return doc["data"]
-
-    def query(self, expr: str) -> list[dict[str, Any]]:
-        data = self.api("query", query=expr)
-        assert data["resultType"] == "vector", data
-        result: list[dict[str, Any]] = data["result"]
-        return result
-
-    def self_metrics(self) -> dict[str, float]:
-        """Prometheus' own counters (unlabelled ones, and labelled ones summed by name)."""
-        out: dict[str, float] = {}
-        for family in text_string_to_metric_families(self.http.get("/metrics").text):
-            for s in family.samples:
-                out[s.name] = out.get(s.name, 0.0) + s.value
-        return out
-
-    def tail(self, chars: int = 4000) -> str:
-        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
-
-    def stop(self) -> None:
-        self.http.close()
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(10)
-        shutil.rmtree(self.dir / "data", ignore_errors=True)
-
-
 def kubelet_scrape_configs(agent: Agent, token_file: Path) -> list[dict[str, Any]]:
     """One scrape config per endpoint, labelled like kube-prometheus' kubelet ServiceMonitor
     (job="kubelet", metrics_path=<path>). The serving certificate has a 127.0.0.1 IP SAN, so the
@@ -243,7 +173,7 @@ def prometheus(pods_agent: Agent, tmp_path: Path) -> Iterator[Prometheus]:
     token_file = tmp_path / "kubelet-token"
     token_file.write_text(pods_agent.token())
     token_file.chmod(0o600)
-    prom = Prometheus(tmp_path / "prometheus", kubelet_scrape_configs(pods_agent, token_file))
+    prom = Prometheus.scraping(tmp_path / "prometheus", kubelet_scrape_configs(pods_agent, token_file))
     try:
         prom.wait_ready()
         yield prom
