@@ -72,13 +72,16 @@ class InfluxDBOptions:
             raise ConfigError("--influxdb-bucket (InfluxDB 2.x) needs --influxdb-org")
         if not self.v2 and not self.database:
             raise ConfigError("--influxdb-database must not be empty")
-        if self.batch_size < 1:
-            raise ConfigError(f"--influxdb-batch-size must be at least 1, got {self.batch_size}")
-        if self.buffer_size < self.batch_size:
-            raise ConfigError(f"--influxdb-buffer-size ({self.buffer_size}) must be at least "
-                              f"--influxdb-batch-size ({self.batch_size})")
+        for flag, value in (("--influxdb-batch-size", self.batch_size), ("--influxdb-buffer-size", self.buffer_size)):
+            if value < 1:
+                raise ConfigError(f"{flag} must be at least 1, got {value}")
         if not Duration.parse("100ms") <= self.timeout <= Duration.parse("5m"):
             raise ConfigError(f"--influxdb-timeout must be between 100ms and 5m, got {self.timeout}")
+
+    @property
+    def effective_batch_size(self) -> int:
+        """A batch never exceeds the buffer (a small --influxdb-buffer-size alone is fine)."""
+        return min(self.batch_size, self.buffer_size)
 
     @property
     def v2(self) -> bool:

@@ -66,7 +66,7 @@ class StatsServices:
         self.sink: InfluxSink | None = None
         if opts.influxdb is not None:
             influx = opts.influxdb
-            self.sink = InfluxSink(InfluxWriter(influx), clock, influx.batch_size, influx.buffer_size)
+            self.sink = InfluxSink(InfluxWriter(influx), clock, influx.effective_batch_size, influx.buffer_size)
             self.housekeeper.add_observer(self.sink.observe)
 
     async def start(self) -> None:

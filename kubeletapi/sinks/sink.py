@@ -3,7 +3,7 @@
 The housekeeper hands each new Snapshot to `observe` on the event loop; turning it into line
 protocol runs in a worker thread, and writing runs in a task of its own, so neither the API nor the
 pods ever wait on InfluxDB. A failed write keeps its batch and waits before trying again (1 s,
-doubling to 30 s, back to 1 s after a success); while it waits new points pile up in the buffer and,
+doubling to 10 s, back to 1 s after a success); while it waits new points pile up in the buffer and,
 past `--influxdb-buffer-size`, the oldest are dropped. The counts behind /metrics' kubeletapi_influxdb_*
 are kept here and read through `counts()`.
 """
@@ -30,7 +30,7 @@ from kubeletapi.stats.snapshot import Snapshot
 log = logging.getLogger(__name__)
 
 BACKOFF_INITIAL_S = 1.0
-BACKOFF_MAX_S = 30.0
+BACKOFF_MAX_S = 10.0  # the default housekeeping interval: back within a cycle of InfluxDB's return
 FINAL_FLUSH_S = 2.0
 
 

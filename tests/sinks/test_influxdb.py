@@ -114,7 +114,7 @@ def test_nothing_listening_is_retried() -> None:
         pytest.param({"url": "http://h", "bucket": "b"}, "needs --influxdb-org", id="bucket-without-org"),
         pytest.param({"url": "http://h", "database": ""}, "--influxdb-database must not be empty", id="database"),
         pytest.param({"url": "http://h", "batch_size": 0}, "--influxdb-batch-size", id="batch"),
-        pytest.param({"url": "http://h", "batch_size": 10, "buffer_size": 5}, "--influxdb-buffer-size", id="buffer"),
+        pytest.param({"url": "http://h", "buffer_size": 0}, "--influxdb-buffer-size must be at least 1", id="buffer"),
         pytest.param({"url": "http://h", "timeout": Duration.parse("10m")}, "--influxdb-timeout", id="timeout"),
     ],
 )

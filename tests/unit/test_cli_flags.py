@@ -113,7 +113,8 @@ def test_webhook_flag_without_kubeconfig_is_refused() -> None:
 
 def test_influxdb_flags_make_the_sink_options() -> None:
     opts, _ = parse(["--influxdb-url", "http://127.0.0.1:8086", "--influxdb-database", "metrics",
-                     "--influxdb-retention-policy", "week", "--influxdb-username", "u", "--influxdb-password", "hunter2",
+                     "--influxdb-retention-policy", "week", "--influxdb-username", "u",
+                     "--influxdb-password", "hunter2",
                      "--influxdb-batch-size", "100", "--influxdb-buffer-size", "1000", "--influxdb-timeout", "2s"])
     influx = opts.influxdb
     assert influx is not None and not influx.v2
@@ -129,6 +130,11 @@ def test_influxdb_v2_flags() -> None:
     assert opts.influxdb is not None and opts.influxdb.v2 and opts.influxdb.token == "t"
 
 
+def test_a_small_buffer_alone_bounds_the_batch() -> None:
+    opts, _ = parse(["--influxdb-url", "http://h", "--influxdb-buffer-size", "40"])
+    assert opts.influxdb is not None and opts.influxdb.effective_batch_size == 40
+
+
 def test_no_influxdb_url_no_sink() -> None:
     assert parse([])[1] == [] and parse([])[0].influxdb is None
 
@@ -139,8 +145,8 @@ def test_no_influxdb_url_no_sink() -> None:
         pytest.param(["--influxdb-database", "k8s"], "--influxdb-database given without --influxdb-url", id="no-url"),
         pytest.param(["--influxdb-url", "127.0.0.1:8086"], "must be an http(s) URL", id="no-scheme"),
         pytest.param(["--influxdb-url", "http://h", "--influxdb-bucket", "b"], "needs --influxdb-org", id="v2-org"),
-        pytest.param(["--influxdb-url", "http://h", "--influxdb-buffer-size", "10"], "--influxdb-buffer-size",
-                     id="buffer-below-batch"),
+        pytest.param(["--influxdb-url", "http://h", "--influxdb-batch-size", "0"], "--influxdb-batch-size",
+                     id="batch-zero"),
     ],
 )
 def test_bad_influxdb_flags(args: list[str], message: str) -> None:
