@@ -156,7 +156,7 @@ def purge(args: Sequence[str]) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 5
-    while any(Path(f"/proc/{p}").exists() and "Z" not in _state(p) for p in pids) and time.monotonic() < deadline:
+    while any(Path(f"/proc/{p}").exists() and "Z" not in proc_state(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.02)
     for mount in sorted((root / "pods").glob("*/volumes/*/*"), reverse=True):
         if os.path.ismount(mount):
@@ -165,7 +165,8 @@ def purge(args: Sequence[str]) -> None:
         remove_cgroup_root(args[args.index("--cgroup-root") + 1])
 
 
-def _state(pid: int) -> str:
+def proc_state(pid: int) -> str:
+    """A process's state letter from /proc/<pid>/stat (\"Z\" when it is gone or a zombie)."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:

@@ -37,7 +37,7 @@ import pytest
 import yaml
 
 from kubeletapi.pods.manifest import ManifestError, decode_pod
-from tests.helpers import free_port, purge
+from tests.helpers import free_port, proc_state, purge
 from tests.podtools import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -367,6 +367,17 @@ class FakeRun:
         return self.proc.wait(timeout), self.output()
 
 
+def entrypoint_env(compose: dict[str, Any], bin_dir: Path) -> dict[str, str]:
+    """This process's environment without KUBELETAPI_*/INFLUXDB_* overrides, plus the compose
+    service's environment, with `bin_dir` (where `kubeletapi` is) first on PATH."""
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("KUBELETAPI_", "INFLUXDB_"))},
+        **{k: str(v) for k, v in service(compose, "kubeletapi").get("environment", {}).items()},
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "PYTHON": sys.executable,
+    }
+
+
 @pytest.fixture
 def fake_entrypoint(tmp_path: Path, compose: dict[str, Any]) -> Iterator[Any]:
     """Run the entrypoint with the compose service's environment, paths moved under tmp_path and
@@ -383,10 +394,7 @@ def fake_entrypoint(tmp_path: Path, compose: dict[str, Any]) -> Iterator[Any]:
         out.mkdir(exist_ok=True)
         certs = out / "certs"
         environment = {
-            **{k: v for k, v in os.environ.items() if not k.startswith(("KUBELETAPI_", "INFLUXDB_"))},
-            **{k: str(v) for k, v in service(compose, "kubeletapi").get("environment", {}).items()},
-            "PATH": f"{bin_dir}:{os.environ['PATH']}",
-            "PYTHON": sys.executable,
+            **entrypoint_env(compose, bin_dir),
             "FAKE_OUT": str(out),
             "KUBELETAPI_CERT_DIR": str(certs),
             "KUBELETAPI_ROOT_DIR": str(out / "root"),
@@ -517,10 +525,7 @@ def test_entrypoint_runs_the_demo_pods_and_removes_them_on_stop(compose: dict[st
     certs, root = tmp_path / "certs", tmp_path / "root"
     cgroup_root = f"/kubeletapi-test-compose-{os.getpid()}"
     env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("KUBELETAPI_", "INFLUXDB_"))},
-        **{k: str(v) for k, v in service(compose, "kubeletapi").get("environment", {}).items()},
-        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
-        "PYTHON": sys.executable,
+        **entrypoint_env(compose, Path(sys.executable).parent),
         "KUBELETAPI_CERT_DIR": str(certs),
         "KUBELETAPI_ROOT_DIR": str(root),
         "KUBELETAPI_POD_LOGS_DIR": str(tmp_path / "logs"),
@@ -579,7 +584,7 @@ def test_entrypoint_runs_the_demo_pods_and_removes_them_on_stop(compose: dict[st
         output = log.read_text()
         assert proc.returncode == 0, output
         assert "all pods removed" in output, output
-        alive = [p for p in pids if Path(f"/proc/{p}").exists() and _state(p) != "Z"]
+        alive = [p for p in pids if Path(f"/proc/{p}").exists() and proc_state(p) != "Z"]
         assert not alive, f"pod processes left after the container stopped: {alive}"
         assert sorted(p.name for p in manifests.iterdir()) == sorted(p.name for p in DEMO_MANIFESTS.iterdir())
     finally:
@@ -595,11 +600,3 @@ def test_entrypoint_runs_the_demo_pods_and_removes_them_on_stop(compose: dict[st
                 if str(certs).encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
                     os.kill(pid, signal.SIGKILL)
         purge(["--root-dir", str(root), "--cgroup-root", cgroup_root])
-
-
-def _state(pid: int) -> str:
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return "Z"
-    return text[text.rfind(")") + 2 :].split()[0]
