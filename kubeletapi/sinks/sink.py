@@ -134,7 +134,10 @@ class InfluxSink:
         batch = self._buffer.take(self._batch_size)
         try:
             result = await self._writer.write(batch)
-        except BaseException:
+        except Exception as exc:  # a bug, not InfluxDB: keep the points and the loop alive
+            log.exception("influxdb sink: writing a batch failed unexpectedly")
+            result = WriteResult(Outcome.RETRY, f"{type(exc).__name__}: {exc}")
+        except BaseException:  # cancelled (stopping): the batch goes back for the last try
             self._buffer.give_back()
             raise
         if result.outcome is Outcome.RETRY:

@@ -27,7 +27,7 @@ class ScriptedWriter:
 
     target = "scripted"
 
-    def __init__(self, script: Sequence[Outcome] = (), hang: bool = False) -> None:
+    def __init__(self, script: Sequence[Outcome | None] = (), hang: bool = False) -> None:
         self.script = deque(script)
         self.hang = hang
         self.attempts: list[tuple[float, list[bytes]]] = []
@@ -39,6 +39,8 @@ class ScriptedWriter:
         if self.hang:
             await asyncio.Event().wait()
         outcome = self.script.popleft() if self.script else Outcome.WRITTEN
+        if outcome is None:
+            raise ValueError("a bug in the writer")
         if outcome is Outcome.WRITTEN:
             self.written += lines
         return WriteResult(outcome, "" if outcome is Outcome.WRITTEN else f"scripted {outcome.value}")
@@ -173,3 +175,13 @@ def test_stop_writes_what_is_buffered() -> None:
     writer = ScriptedWriter([Outcome.RETRY])
     counts = run(body, writer)
     assert writer.written == two_lines(cycle(1)) and counts.buffered == 0
+
+
+def test_a_writer_bug_keeps_the_points_and_the_loop() -> None:
+    async def body(sink: InfluxSink, writer: ScriptedWriter) -> None:
+        sink.observe(cycle(1))
+        await until(lambda: len(writer.written) == 2)
+
+    writer = ScriptedWriter([None])  # raises once
+    counts = run(body, writer)
+    assert len(writer.attempts) == 2 and counts.retried == 2 and counts.written == 2
