@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -139,8 +139,9 @@ INFLUXDB_FLAGS: list[tuple[str, Any, str]] = [
     ("--influxdb-database", str, "1.x database (default k8s; created when missing)"),
     ("--influxdb-retention-policy", str, "1.x retention policy (default: the database's default)"),
     ("--influxdb-username", str, "1.x user (HTTP basic auth)"),
-    ("--influxdb-password", str, "1.x password"),
-    ("--influxdb-token", str, "API token (2.x, or 1.8+ with authentication): Authorization: Token ..."),
+    ("--influxdb-password", str, "1.x password (or $KUBELETAPI_INFLUXDB_PASSWORD, which keeps it out of ps)"),
+    ("--influxdb-token", str, "API token (2.x, or 1.8+ with authentication): Authorization: Token ... "
+                              "(or $KUBELETAPI_INFLUXDB_TOKEN)"),
     ("--influxdb-org", str, "2.x organization (with --influxdb-bucket)"),
     ("--influxdb-bucket", str, "2.x bucket: write to /api/v2/write instead of 1.x /write"),
     ("--influxdb-batch-size", int, "points per write request (default 5000)"),
@@ -150,9 +151,17 @@ INFLUXDB_FLAGS: list[tuple[str, Any, str]] = [
 ]
 
 
-def _influxdb_options(ns: dict[str, Any]) -> InfluxDBOptions | None:
+# Secrets may come from the environment instead of the command line (which every user can read).
+INFLUXDB_SECRET_ENV = {"password": "KUBELETAPI_INFLUXDB_PASSWORD", "token": "KUBELETAPI_INFLUXDB_TOKEN"}
+
+
+def _influxdb_options(ns: dict[str, Any], env: Mapping[str, str]) -> InfluxDBOptions | None:
     given = {flag.removeprefix("--influxdb-").replace("-", "_"): ns[dest] for flag, _, _ in INFLUXDB_FLAGS
              if (dest := flag.lstrip("-").replace("-", "_")) in ns}
+    if "url" in given:
+        for key, variable in INFLUXDB_SECRET_ENV.items():
+            if key not in given and env.get(variable):
+                given[key] = env[variable]
     if "url" not in given:
         if given:
             names = ", ".join(f"--influxdb-{k.replace('_', '-')}" for k in given)
@@ -163,7 +172,8 @@ def _influxdb_options(ns: dict[str, Any]) -> InfluxDBOptions | None:
     return InfluxDBOptions(**given)
 
 
-def parse(argv: Sequence[str]) -> tuple[NodeOptions, list[FlagValue]]:
+def parse(argv: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[NodeOptions, list[FlagValue]]:
+    """Flags into node options and config overrides; `env` (default os.environ) supplies secrets."""
     ns = vars(parser().parse_args(argv))
     flags = []
     for flag, path, _, _ in CONFIG_FLAGS:
@@ -186,7 +196,7 @@ def parse(argv: Sequence[str]) -> tuple[NodeOptions, list[FlagValue]]:
         housekeeping_interval=Duration.parse(ns.get("housekeeping_interval", "10s")),
         token_auth_file=ns.get("token_auth_file"),
         authorization_rbac_file=ns.get("authorization_rbac_file"),
-        influxdb=_influxdb_options(ns),
+        influxdb=_influxdb_options(ns, os.environ if env is None else env),
     )
     return opts, flags
 

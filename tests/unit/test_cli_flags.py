@@ -130,6 +130,15 @@ def test_influxdb_v2_flags() -> None:
     assert opts.influxdb is not None and opts.influxdb.v2 and opts.influxdb.token == "t"
 
 
+def test_influxdb_secrets_from_the_environment_unless_flags_give_them() -> None:
+    env = {"KUBELETAPI_INFLUXDB_TOKEN": "from-env", "KUBELETAPI_INFLUXDB_PASSWORD": "pw-env"}
+    opts, _ = parse(["--influxdb-url", "http://h"], env=env)
+    assert opts.influxdb is not None and (opts.influxdb.token, opts.influxdb.password) == ("from-env", "pw-env")
+    opts, _ = parse(["--influxdb-url", "http://h", "--influxdb-token", "flag"], env=env)
+    assert opts.influxdb is not None and opts.influxdb.token == "flag"
+    assert parse([], env=env)[0].influxdb is None  # the environment alone turns nothing on
+
+
 def test_a_small_buffer_alone_bounds_the_batch() -> None:
     opts, _ = parse(["--influxdb-url", "http://h", "--influxdb-buffer-size", "40"])
     assert opts.influxdb is not None and opts.influxdb.effective_batch_size == 40
