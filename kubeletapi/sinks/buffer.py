@@ -1,15 +1,27 @@
-"""A bounded buffer of encoded points with one batch in flight.
+"""A bounded buffer of gzipped chunks of points, with one batch of chunks in flight.
 
-A batch is taken out to be sent and either committed (written, or rejected for good) or given back
-to the front, oldest first. The bound counts the batch in flight too: when points arrive beyond it
-the oldest waiting ones are dropped, and a batch given back is trimmed from its oldest end, so
-whatever happens the buffer holds at most `capacity` points and loses the oldest first.
+The sink keeps points as they are sent: each housekeeping cycle's line protocol cut into chunks of
+at most a batch's points, each chunk one gzip member (members concatenated are one valid gzip body,
+which InfluxDB reads whole). At 110 pods a cycle is ~150 KiB of lines and ~7 KiB as a chunk, so a
+buffer of 50,000 points held through an outage costs under 1 MiB instead of ~19.
+
+A batch of chunks is taken out to be sent and either committed (written, or rejected for good) or
+given back to the front, oldest first. The bound, in points, counts the batch in flight too: when
+points arrive beyond it the oldest waiting chunks are dropped, and a batch given back is trimmed
+from its oldest end, so the buffer holds at most `capacity` points and loses the oldest first.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Chunk:
+    body: bytes  # one gzip member: `points` lines of line protocol, each ending in a newline
+    points: int
 
 
 class PointBuffer:
@@ -17,44 +29,51 @@ class PointBuffer:
         if capacity < 1:
             raise ValueError(f"capacity must be at least 1, got {capacity}")
         self.capacity = capacity
-        self._waiting: deque[bytes] = deque()
-        self._inflight: list[bytes] = []
+        self._waiting: deque[Chunk] = deque()
+        self._waiting_points = 0
+        self._inflight: list[Chunk] = []
+        self._inflight_points = 0
         self.dropped = 0  # points dropped for want of room, in all
 
     def __len__(self) -> int:
         """Points held: waiting and in flight."""
-        return len(self._waiting) + len(self._inflight)
+        return self._waiting_points + self._inflight_points
 
     @property
     def waiting(self) -> int:
-        return len(self._waiting)
+        """Points waiting to be taken."""
+        return self._waiting_points
 
-    def extend(self, lines: Iterable[bytes]) -> None:
-        self._waiting.extend(lines)
+    def extend(self, chunks: Iterable[Chunk]) -> None:
+        for chunk in chunks:
+            self._waiting.append(chunk)
+            self._waiting_points += chunk.points
         self._trim()
 
-    def take(self, limit: int) -> list[bytes]:
-        """Up to `limit` of the oldest waiting points, now in flight (one batch at a time)."""
+    def take(self, limit: int) -> list[Chunk]:
+        """The oldest waiting chunks, up to `limit` points (one chunk at least), now in flight."""
         if self._inflight:
             raise RuntimeError("a batch is already in flight")
-        count = min(limit, len(self._waiting))
-        self._inflight = [self._waiting.popleft() for _ in range(count)]
+        while self._waiting and (not self._inflight or self._inflight_points + self._waiting[0].points <= limit):
+            chunk = self._waiting.popleft()
+            self._waiting_points -= chunk.points
+            self._inflight.append(chunk)
+            self._inflight_points += chunk.points
         return self._inflight
 
     def commit(self) -> None:
         """The batch in flight is done with (written, or rejected by the server)."""
-        self._inflight = []
+        self._inflight, self._inflight_points = [], 0
 
     def give_back(self) -> None:
         """The batch in flight failed: it goes back in front, to be sent again."""
         self._waiting.extendleft(reversed(self._inflight))
-        self._inflight = []
+        self._waiting_points += self._inflight_points
+        self._inflight, self._inflight_points = [], 0
         self._trim()
 
     def _trim(self) -> None:
-        excess = len(self) - self.capacity
-        if excess > 0:
-            excess = min(excess, len(self._waiting))
-            for _ in range(excess):
-                self._waiting.popleft()
-            self.dropped += excess
+        while len(self) > self.capacity and self._waiting:
+            chunk = self._waiting.popleft()
+            self._waiting_points -= chunk.points
+            self.dropped += chunk.points

@@ -1,6 +1,7 @@
 """Writing line protocol to InfluxDB over HTTP: 1.x `/write?db=` or 2.x `/api/v2/write?org=&bucket=`.
 
-Bodies are gzipped (`Content-Encoding: gzip`, which both versions accept) at nanosecond precision.
+Bodies arrive gzipped (the buffer keeps points that way; `Content-Encoding: gzip`, which both
+versions accept, a body of several gzip members included) at nanosecond precision.
 An answer is sorted into three outcomes: written (2xx); rejected for good (400 bad points, 413 too
 large: sending them again cannot help, they are dropped and logged); or worth retrying (anything
 else: a transport error, a timeout, 5xx, 429, and also 401/403/404, since credentials or a database
@@ -10,11 +11,8 @@ does at start-up.
 
 from __future__ import annotations
 
-import asyncio
 import enum
-import gzip
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import httpx
@@ -24,7 +22,6 @@ from kubeletapi.config import InfluxDBOptions
 
 log = logging.getLogger(__name__)
 
-GZIP_IN_THREAD_BYTES = 256 * 1024  # compress bigger bodies off the event loop
 ERROR_BODY_CHARS = 300
 
 
@@ -74,17 +71,13 @@ class InfluxWriter:
     async def close(self) -> None:
         await self._client.aclose()
 
-    async def write(self, lines: Sequence[bytes]) -> WriteResult:
+    async def write(self, gzipped: bytes) -> WriteResult:
+        """POST one gzipped body of line protocol."""
         if not self._database_ready:
             await self._create_database()
-        body = b"\n".join(lines) + b"\n"
-        if len(body) > GZIP_IN_THREAD_BYTES:
-            body = await asyncio.to_thread(gzip.compress, body, 1)
-        else:
-            body = gzip.compress(body, 1)
         try:
             response = await self._client.post(
-                self.write_url, params=self._params, content=body,
+                self.write_url, params=self._params, content=gzipped,
                 headers={"Content-Encoding": "gzip", "Content-Type": "text/plain; charset=utf-8"},
             )
         except httpx.TimeoutException:

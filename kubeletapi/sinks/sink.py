@@ -1,7 +1,8 @@
 """The InfluxDB sink: every housekeeping cycle's points into a bounded buffer, written in batches.
 
 The housekeeper hands each new Snapshot to `observe` on the event loop; turning it into line
-protocol runs in a worker thread, and writing runs in a task of its own, so neither the API nor the
+protocol, cut into gzipped chunks of at most a batch (buffer.py), runs in a worker thread, and
+writing runs in a task of its own, so neither the API nor the
 pods ever wait on InfluxDB. A failed write keeps its batch and waits before trying again (1 s,
 doubling to 10 s, back to 1 s after a success); while it waits new points pile up in the buffer and,
 past `--influxdb-buffer-size`, the oldest are dropped. The counts behind /metrics' kubeletapi_influxdb_*
@@ -12,16 +13,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import logging
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from kubeletapi.aio import cancel_and_wait
 from kubeletapi.clock import Clock
 from kubeletapi.errors import KubeletError
-from kubeletapi.sinks.buffer import PointBuffer
+from kubeletapi.sinks.buffer import Chunk, PointBuffer
 from kubeletapi.sinks.influxdb import Outcome, WriteResult
 from kubeletapi.sinks.lineprotocol import encode_all
 from kubeletapi.sinks.telegraf import snapshot_points
@@ -52,7 +54,7 @@ class Writer(Protocol):
     @property
     def target(self) -> str: ...
 
-    async def write(self, lines: Sequence[bytes]) -> WriteResult: ...
+    async def write(self, gzipped: bytes) -> WriteResult: ...
 
     async def close(self) -> None: ...
 
@@ -107,15 +109,22 @@ class InfluxSink:
             while self._pending:
                 snap = self._pending.popleft()
                 try:
-                    lines = await asyncio.to_thread(self._encode, snap)
+                    chunks = await asyncio.to_thread(self._chunks, snap)
                 except KubeletError as exc:  # a cycle without root stats: nothing to write
                     log.warning("influxdb sink: skipping housekeeping cycle %d: %s", snap.generation, exc)
                     continue
                 except Exception:
                     log.exception("influxdb sink: encoding housekeeping cycle %d failed", snap.generation)
                     continue
-                self._buffer.extend(lines)
+                self._buffer.extend(chunks)
                 self._points.set()
+
+    def _chunks(self, snap: Snapshot) -> list[Chunk]:
+        """One cycle's points as gzip members of at most a batch each (in a worker thread)."""
+        lines = self._encode(snap)
+        size = self._batch_size
+        return [Chunk(gzip.compress(b"".join(line + b"\n" for line in lines[i:i + size]), 1),
+                      len(lines[i:i + size])) for i in range(0, len(lines), size)]
 
     async def _write_loop(self) -> None:
         backoff = self._backoff_s[0]
@@ -132,8 +141,9 @@ class InfluxSink:
     async def _write_batch(self) -> bool:
         """Send the oldest batch; False when it failed and is to be retried."""
         batch = self._buffer.take(self._batch_size)
+        points = sum(c.points for c in batch)
         try:
-            result = await self._writer.write(batch)
+            result = await self._writer.write(b"".join(c.body for c in batch))
         except Exception as exc:  # a bug, not InfluxDB: keep the points and the loop alive
             log.exception("influxdb sink: writing a batch failed unexpectedly")
             result = WriteResult(Outcome.RETRY, f"{type(exc).__name__}: {exc}")
@@ -142,16 +152,16 @@ class InfluxSink:
             raise
         if result.outcome is Outcome.RETRY:
             self._buffer.give_back()
-            self._retried += len(batch)
-            self._report_failure(result, len(batch))
+            self._retried += points
+            self._report_failure(result, points)
             return False
         self._buffer.commit()
         if result.outcome is Outcome.REJECTED:
-            self._rejected += len(batch)
+            self._rejected += points
             log.error("influxdb sink: %s rejected %d points, dropped: %s",
-                      self._writer.target, len(batch), result.reason)
+                      self._writer.target, points, result.reason)
         else:
-            self._written += len(batch)
+            self._written += points
         if self._failing is not None:
             log.info("influxdb sink: writing to %s again (%d points buffered, %d dropped for want of room so far)",
                      self._writer.target, len(self._buffer), self._buffer.dropped)

@@ -4,6 +4,7 @@ every kind of answer is sorted (written, rejected for good, retried)."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 from collections.abc import Iterator
 
 import pytest
@@ -15,6 +16,8 @@ from tests.helpers import free_port
 from tests.sinks.influxdouble import InfluxDouble
 
 LINES = [b"m,a=1 f=1i 1", b"m,a=2 f=2i 2"]
+# Two gzip members, as the sink sends a batch of chunks: InfluxDB reads them as one body.
+BODY = gzip.compress(LINES[0] + b"\n", 1) + gzip.compress(LINES[1] + b"\n", 1)
 
 
 @pytest.fixture
@@ -24,11 +27,11 @@ def influx() -> Iterator[InfluxDouble]:
     double.close()
 
 
-def write(opts: InfluxDBOptions, lines: list[bytes] = LINES) -> WriteResult:
+def write(opts: InfluxDBOptions, body: bytes = BODY) -> WriteResult:
     async def run() -> WriteResult:
         writer = InfluxWriter(opts)
         try:
-            return await writer.write(lines)
+            return await writer.write(body)
         finally:
             await writer.close()
 
@@ -84,7 +87,7 @@ def test_database_not_found_is_retried_after_creating_it_again(influx: InfluxDou
     async def run() -> list[WriteResult]:
         writer = InfluxWriter(InfluxDBOptions(influx.url))
         try:
-            return [await writer.write(LINES), await writer.write(LINES)]
+            return [await writer.write(BODY), await writer.write(BODY)]
         finally:
             await writer.close()
 

@@ -5,6 +5,7 @@ dropped, and neither a failing nor a hanging InfluxDB ever holds up `observe`.""
 from __future__ import annotations
 
 import asyncio
+import gzip
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
@@ -34,8 +35,9 @@ class ScriptedWriter:
         self.written: list[bytes] = []
         self.closed = False
 
-    async def write(self, lines: Sequence[bytes]) -> WriteResult:
-        self.attempts.append((time.monotonic(), list(lines)))
+    async def write(self, gzipped: bytes) -> WriteResult:
+        lines = gzip.decompress(gzipped).splitlines()
+        self.attempts.append((time.monotonic(), lines))
         if self.hang:
             await asyncio.Event().wait()
         outcome = self.script.popleft() if self.script else Outcome.WRITTEN
@@ -185,3 +187,17 @@ def test_a_writer_bug_keeps_the_points_and_the_loop() -> None:
     writer = ScriptedWriter([None])  # raises once
     counts = run(body, writer)
     assert len(writer.attempts) == 2 and counts.retried == 2 and counts.written == 2
+
+
+def test_a_cycle_bigger_than_a_batch_goes_in_several_requests() -> None:
+    def seven(snap: Snapshot) -> list[bytes]:
+        return [f"m{snap.generation} i={i}i".encode() for i in range(7)]
+
+    async def body(sink: InfluxSink, writer: ScriptedWriter) -> None:
+        sink.observe(cycle(1))
+        await until(lambda: len(writer.written) == 7)
+
+    writer = ScriptedWriter()
+    counts = run(body, writer, batch=3, buffer=10, encode=seven)
+    assert [len(lines) for _, lines in writer.attempts] == [3, 3, 1]
+    assert writer.written == seven(cycle(1)) and counts.written == 7
