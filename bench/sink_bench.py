@@ -8,10 +8,16 @@ re-adopts them. A real influxd 1.x (tests/ecosystem/influxd.py) on loopback rece
 
 1. Build cost (in-process): the agent on an event-loop thread of this process (as stats_bench's
    in-process run), --housekeeping-interval 1s, volume usage measured once the pods run. For
-   BUILD_CYCLES consecutive cycles, the published Snapshot is turned into points in this thread as
-   the sink's worker does (snapshot_points, then encode_all), then joined and gzipped at level 1
-   as InfluxWriter.write sends it; thread CPU time of each step. full_summary alone is timed too
-   (snapshot_points builds one; the render-ahead of /stats/summary builds another).
+   BUILD_CYCLES consecutive cycles, the published Snapshot is turned into what the sink buffers, in
+   this thread, by the sink's own code: snapshot_points, encode_all, then InfluxSink._chunks (a sink
+   whose writer is never called, its encoder handing over the lines just encoded) cuts the lines
+   into chunks of at most BATCH points and gzips each at level 1; thread CPU time of each step, and
+   of the worker's whole call (_chunks with the real encoder) as a check. full_summary alone is
+   timed too (snapshot_points builds one; the render-ahead of /stats/summary builds another). Chunk
+   bytes per cycle and per point as buffered (gzip member + Chunk object + deque slot). The write
+   path: a full batch as PointBuffer.take(BATCH) hands it out of the measured cycles' chunks, joined
+   into one multi-member gzip body as the sink's _write_batch does (b"".join of the chunk bodies,
+   the only CPU left between buffer and HTTP); its body checked to decompress to its points' lines.
 2. Idle cost (external): `python -m kubeletapi` as a subprocess at the default 10 s housekeeping,
    without the sink, then with the sink writing to the healthy influxd: agent CPU over IDLE_S
    seconds (psutil, read every 10 s for the spread; no requests meanwhile) and RSS at the end.
@@ -22,12 +28,15 @@ re-adopts them. A real influxd 1.x (tests/ecosystem/influxd.py) on loopback rece
    nothing answers, each write waits --influxdb-timeout 5s), SIGCONT after; stopped (connection
    refused). kubeletapi_influxdb_* read from /metrics after each state.
 4. Buffer (same agent): influxd stays stopped until the buffer (--influxdb-buffer-size 50000, the
-   default) is full and points are being dropped; RSS and buffered points sampled every second
-   (RSS growth per 10,000 points = least-squares slope over the fill). Then influxd is restarted:
-   time until the first write lands (the sink's back-off), until the buffer is empty, and the
-   accounting: written_total against the points stored in InfluxDB; dropped_total against what is
-   missing there: whole cycles, oldest first, plus the older part of the cycle the drop cut (the
-   first one stored after the gap), and exactly as many whole cycles as the bench saw published in
+   default) is full and points are being dropped; agent RSS just before the stop, then RSS and
+   buffered points sampled every second (RSS growth per 10,000 points = least-squares slope over
+   the fill, with its standard error), set against the bytes the buffer holds (chunk sizes from
+   part 1). Then influxd is restarted: time until the first write lands (the sink's back-off), until
+   the buffer is empty, and the accounting: written_total against the points stored in InfluxDB;
+   dropped_total against what is missing there. The buffer drops whole chunks, oldest first, and a
+   cycle is one chunk when it fits in a batch (several of at most BATCH points when not), so what is
+   missing must be whole cycles (with a cycle larger than a batch: plus the oldest whole chunks of
+   the first cycle stored after the gap), and exactly as many cycles as the bench saw published in
    the gap (/stats/summary, cached per cycle, is polled from before the stop until the buffer is
    full; a changed body is a new cycle). The sink agent's warnings and errors are summarised.
 
@@ -81,6 +90,7 @@ API_GAP_S = float(os.environ.get("BENCH_API_GAP", "0.02"))
 FILL_EXTRA_S = float(os.environ.get("BENCH_FILL_EXTRA", "5"))
 BATCH = int(os.environ.get("BENCH_BATCH", "5000"))  # --influxdb-batch-size (default 5000)
 BUFFER = int(os.environ.get("BENCH_BUFFER", "50000"))  # --influxdb-buffer-size (default 50000)
+EFFECTIVE_BATCH = min(BATCH, BUFFER)  # the agent's batch (InfluxDBOptions.effective_batch_size)
 TIMEOUT_S = 5.0  # --influxdb-timeout default
 SECTION = "InfluxDB sink (issue 7)"
 DB = "k8s_api"  # the database of the outage agent (the idle one writes to k8s_idle)
@@ -207,18 +217,67 @@ def counts(client: Client) -> Counts:
 @dataclass
 class Build:
     points: list[int] = field(default_factory=list)
-    raw_bytes: list[int] = field(default_factory=list)
-    gzip_bytes: list[int] = field(default_factory=list)
+    raw_bytes: list[int] = field(default_factory=list)  # the cycle's line protocol, newlines included
+    chunk_bytes: list[int] = field(default_factory=list)  # sum of the cycle's gzip members
+    held_bytes: list[int] = field(default_factory=list)  # the cycle's chunks as buffered (held_bytes())
+    chunks: list[int] = field(default_factory=list)  # chunks per cycle
     ms: dict[str, list[float]] = field(default_factory=dict)  # step -> thread CPU ms per cycle
     per_measurement: dict[str, int] = field(default_factory=dict)
-    line_object_bytes: float = 0.0  # mean sys.getsizeof of one encoded line
-    batch_raw: int = 0
-    batch_gzip: int = 0
-    batch_gzip_ms: float = 0.0  # join + gzip of one full BATCH-point request body
+    line_object_bytes: float = 0.0  # mean sys.getsizeof of one encoded line (one bytes object per point)
+    batch_chunks: int = 0  # one full batch, as PointBuffer.take(BATCH) hands it out
+    batch_points: int = 0
+    batch_body: int = 0  # its multi-member gzip body
+    batch_raw: int = 0  # the body decompressed
+    batch_join_us: float = 0.0  # b"".join of its chunk bodies, thread CPU
+    batch_intact: bool = False  # the body decompresses to exactly its points' lines
     pods_running_s: float = 0.0
 
     def add(self, step: str, ms: float) -> None:
         self.ms.setdefault(step, []).append(ms)
+
+    def per_point_held(self) -> float:
+        """Bytes one buffered point costs: the cycle's chunks as held, over its points."""
+        return statistics.median(self.held_bytes) / statistics.median(self.points)
+
+
+BUILD = "build = snapshot_points + encode_all"
+CHUNKS = "chunks: cut into batches + gzip level 1 (InfluxSink._chunks)"
+WORKER = "the worker's whole call (InfluxSink._chunks, real encoder)"
+
+
+class NoWriter:
+    """The sink's Writer, never called: the bench only uses InfluxSink._chunks."""
+
+    @property
+    def target(self) -> str:
+        return "nowhere (sink_bench)"
+
+    async def write(self, gzipped: bytes) -> Any:
+        raise AssertionError("sink_bench does not write")
+
+    async def close(self) -> None:
+        return None
+
+
+class Sinks:
+    """Two InfluxSinks with the agent's batch and buffer sizes, used for their _chunks only: one
+    with the real encoder (the worker's whole call), one whose encoder hands over lines already
+    encoded (the chunking alone)."""
+
+    def __init__(self) -> None:
+        from kubeletapi.clock import RealClock  # noqa: PLC0415
+        from kubeletapi.sinks.sink import InfluxSink  # noqa: PLC0415
+
+        self.lines: list[bytes] = []
+        self.whole = InfluxSink(NoWriter(), RealClock(), EFFECTIVE_BATCH, BUFFER)
+        self.chunker = InfluxSink(NoWriter(), RealClock(), EFFECTIVE_BATCH, BUFFER, encode=lambda _snap: self.lines)
+
+
+def held_bytes(chunk: Any) -> int:
+    """What one buffered Chunk costs: its gzip member (a bytes object), the Chunk and its attribute
+    dict, the `points` int, and a slot in the buffer's deque (malloc's own overhead not counted)."""
+    return (sys.getsizeof(chunk.body) + sys.getsizeof(chunk) + sys.getsizeof(vars(chunk))
+            + sys.getsizeof(chunk.points) + 8)
 
 
 def cpu_ms(fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -237,8 +296,8 @@ def latest(housekeeper: Any) -> Any:
     return snap
 
 
-def measure_cycle(snap: Any, out: Build) -> list[bytes]:
-    """The sink's work on one Snapshot, step by step, in this thread; the encoded lines."""
+def measure_cycle(snap: Any, out: Build, sinks: Sinks) -> tuple[list[bytes], list[Any]]:
+    """The sink's work on one Snapshot, step by step, in this thread; the encoded lines and the chunks."""
     from kubeletapi.sinks.lineprotocol import encode_all  # noqa: PLC0415
     from kubeletapi.sinks.telegraf import snapshot_points  # noqa: PLC0415
     from kubeletapi.stats.summary import full_summary  # noqa: PLC0415
@@ -249,16 +308,45 @@ def measure_cycle(snap: Any, out: Build) -> list[bytes]:
     out.add("snapshot_points", ms)
     ms, lines = cpu_ms(lambda: encode_all(points))
     out.add("encode_all", ms)
-    out.add("build = snapshot_points + encode_all", out.ms["snapshot_points"][-1] + ms)
-    ms, body = cpu_ms(lambda: b"\n".join(lines) + b"\n")
-    out.add("join", ms)
-    ms, packed = cpu_ms(lambda: gzip.compress(body, 1))
-    out.add("gzip level 1", ms)
+    out.add(BUILD, out.ms["snapshot_points"][-1] + ms)
+    sinks.lines = lines
+    ms, chunks = cpu_ms(lambda: sinks.chunker._chunks(snap))
+    out.add(CHUNKS, ms)
+    ms, whole = cpu_ms(lambda: sinks.whole._chunks(snap))
+    out.add(WORKER, ms)
+    assert [c.points for c in whole] == [c.points for c in chunks], "the two sinks cut the cycle alike"
     out.points.append(len(lines))
-    out.raw_bytes.append(len(body))
-    out.gzip_bytes.append(len(packed))
+    out.raw_bytes.append(sum(len(line) + 1 for line in lines))
+    out.chunk_bytes.append(sum(len(c.body) for c in chunks))
+    out.held_bytes.append(sum(held_bytes(c) for c in chunks))
+    out.chunks.append(len(chunks))
     out.per_measurement = dict(Counter(p.measurement for p in points))
-    return list(lines)
+    return list(lines), chunks
+
+
+def measure_batch(chunks: list[Any], out: Build) -> None:
+    """One full batch, as the sink takes it out of its buffer and sends it: the chunks' bodies
+    joined (the write path's only CPU before HTTP), timed; the body checked."""
+    from kubeletapi.sinks.buffer import PointBuffer  # noqa: PLC0415
+
+    per_round = sum(c.points for c in chunks)
+    rounds = -(-2 * EFFECTIVE_BATCH // per_round)  # enough measured cycles for a full batch, repeated
+    buffer = PointBuffer(BUFFER)
+    buffer.extend(chunks * rounds)
+    batch = buffer.take(EFFECTIVE_BATCH)
+    reps, trials = 200, []
+    for _ in range(5):
+        start = time.thread_time()
+        for _ in range(reps):
+            body = b"".join(c.body for c in batch)
+        trials.append((time.thread_time() - start) / reps * 1e6)
+    out.batch_join_us = statistics.median(trials)
+    out.batch_chunks = len(batch)
+    out.batch_points = sum(c.points for c in batch)
+    out.batch_body = len(body)
+    raw = gzip.decompress(body)  # every member, as InfluxDB reads a Content-Encoding: gzip body
+    out.batch_raw = len(raw)
+    out.batch_intact = raw.count(b"\n") == out.batch_points and raw.endswith(b"\n")
 
 
 def build_run(base: Path, ports: Sequence[int]) -> Build:
@@ -274,26 +362,22 @@ def build_run(base: Path, ports: Sequence[int]) -> Build:
         gc.freeze()  # as the CLI does once the agent has started
         assert kubelet.stats is not None
         housekeeper = kubelet.stats.housekeeper
+        sinks = Sinks()
         out.pods_running_s = start_pods(base / "manifests", client)
         wait(lambda: sampled(housekeeper.latest()) >= 2 * PODS, 60, 0.1, "every container in housekeeping")
         loop.run(housekeeper.refresh_volumes())  # the volumes' usage (else measured once a minute)
         last = latest(housekeeper).generation + 1
         wait(lambda: latest(housekeeper).generation > last, 30, 0.01, "two housekeeping cycles")
         lines: list[bytes] = []
+        chunks: list[Any] = []
         for _ in range(BUILD_CYCLES):
             wait(lambda: latest(housekeeper).generation != last, 30, 0.002, "the next cycle")  # noqa: B023
             snap = latest(housekeeper)
             last = snap.generation
-            lines = measure_cycle(snap, out)
+            lines, cycle_chunks = measure_cycle(snap, out, sinks)
+            chunks += cycle_chunks
         out.line_object_bytes = statistics.mean(sys.getsizeof(line) for line in lines)
-        batch = (lines * (BATCH // len(lines) + 1))[:BATCH]
-        trials = []
-        for _ in range(5):
-            ms, packed = cpu_ms(lambda: gzip.compress(b"\n".join(batch) + b"\n", 1))
-            trials.append(ms)
-        out.batch_gzip_ms = statistics.median(trials)
-        out.batch_raw = len(b"\n".join(batch)) + 1
-        out.batch_gzip = len(packed)
+        measure_batch(chunks, out)
     finally:
         client.close()
         with contextlib.suppress(Exception):
@@ -394,6 +478,8 @@ def api_round(name: str, port: int, metrics: bool = True, generations: Generatio
 @dataclass
 class Fill:
     samples: list[tuple[float, int, int, float]] = field(default_factory=list)  # (s, buffered, dropped, rss MiB)
+    rss_at_stop: float = 0.0  # agent RSS (MiB) just before influxd was stopped
+    buffered_at_stop: int = 0
     full_after_s: float = 0.0  # influxd stopped -> first point dropped
     at_full: Counts | None = None
     restart_ready_s: float = 0.0  # influxd start -> /ping answers
@@ -413,11 +499,23 @@ class Fill:
     short_cycles: list[tuple[int, int]] = field(default_factory=list)  # other incomplete cycles: (position, points)
     spacing_s: float = 0.0
 
-    def slope_mib_per_10k(self) -> float:
+    def slope_mib_per_10k(self) -> tuple[float, float]:
+        """RSS growth per 10,000 buffered points over the fill (before any drop): the least-squares
+        slope and its standard error, both in MiB."""
         filling = [(b, r) for _, b, d, r in self.samples if d == 0]
         if len(filling) < 3:
-            return float("nan")
-        return statistics.linear_regression([b for b, _ in filling], [r for _, r in filling]).slope * 10_000
+            return float("nan"), float("nan")
+        xs, ys = [float(b) for b, _ in filling], [r for _, r in filling]
+        fit = statistics.linear_regression(xs, ys)
+        mean_x = statistics.fmean(xs)
+        sxx = sum((x - mean_x) ** 2 for x in xs)
+        residual = sum((y - fit.intercept - fit.slope * x) ** 2 for x, y in zip(xs, ys, strict=True))
+        se = (residual / (len(xs) - 2) / sxx) ** 0.5 if sxx else float("nan")
+        return fit.slope * 10_000, se * 10_000
+
+    def full_rss(self) -> float:
+        """The largest RSS sampled while the buffer was full (dropping)."""
+        return max((r for _, _, d, r in self.samples if d), default=float("nan"))
 
 
 def fill(agent: External, client: Client, stopped_at: float, out: Fill, generations: Generations) -> None:
@@ -559,6 +657,7 @@ def outage(agent: External, influxd: Influxd, res: Results) -> None:
         res.frozen_drain_s = time.perf_counter() - resumed
         generations = Generations()
         generations.poll(client, 2.5)  # the last cycles written before the stop
+        res.fill.rss_at_stop, res.fill.buffered_at_stop = agent.rss_mib(), counts(client).buffered
         print("   influxd stopped", flush=True)
         assert influxd.pid is not None
         os.kill(influxd.pid, signal.SIGTERM)  # watching the cycles while it shuts down
@@ -630,19 +729,36 @@ def write_results(res: Results) -> None:
     b, f = res.build, res.fill
     assert b is not None and res.idle_off is not None and res.idle_on is not None
     assert f.at_full is not None and f.after is not None
-    build_ms = b.ms["build = snapshot_points + encode_all"]
-    send_ms = [x + y + z for x, y, z in zip(build_ms, b.ms["join"], b.ms["gzip level 1"], strict=True)]
+    send_ms = [x + y for x, y in zip(b.ms[BUILD], b.ms[CHUNKS], strict=True)]
     expected_core = pct(send_ms, 50) / 1000 / 10
     diff_core = res.idle_on.core - res.idle_off.core
-    full_rss = [r for _, _, d, r in f.samples if d]
-    # Points are dropped oldest first and every cycle's points arrive together, so what was dropped
-    # is whole cycles plus the oldest part of the cycle the drop cut: an exact multiple of a cycle
-    # once the cut cycle's missing points are taken off; and that many cycles fit in the gap.
+    points = statistics.median(b.points)
+    per_point = b.per_point_held()
+    slope, slope_se = f.slope_mib_per_10k()
+    held_full = f.at_full.buffered * per_point / 2**20  # what the full buffer holds, by the chunk sizes
+    # The buffer drops whole chunks, oldest first, and a cycle is one chunk when it fits in a batch
+    # (else chunks of EFFECTIVE_BATCH points and a remainder): what is missing must be whole cycles,
+    # plus (only for a cycle larger than a batch) whole leading chunks of the first cycle after the
+    # gap; and as many whole cycles as were published in the gap.
     missing = f.after.dropped_full + f.after.dropped_rejected
-    whole, rest = divmod(missing - f.cut_cycle_missing, f.per_cycle)
-    dropped_ok = rest == 0 and f.watched_gap and whole == f.seen_in_gap and max(f.lags, default=9) < GEN_LAG_S
+    cut = f.cut_cycle_missing
+    whole, rest = divmod(missing - cut, f.per_cycle)
+    cut_ok = cut % EFFECTIVE_BATCH == 0  # 0 when a cycle fits in a batch (cut < per_cycle <= batch)
+    dropped_ok = (rest == 0 and cut_ok and f.watched_gap and whole == f.seen_in_gap
+                  and max(f.lags, default=9) < GEN_LAG_S)
     step_rows = [f"| {step} | {p50_99(values)} | {max(values):.2f} |" for step, values in b.ms.items()]
     per_m = ", ".join(f"{m} {n}" for m, n in b.per_measurement.items())
+    cycle_chunks = statistics.median(b.chunks)
+    granularity = (f"a cycle of {f.per_cycle} points is one chunk (batch {EFFECTIVE_BATCH:,}), so the drops are "
+                   "whole cycles" if f.per_cycle <= EFFECTIVE_BATCH else
+                   f"a cycle of {f.per_cycle} points is {-(-f.per_cycle // EFFECTIVE_BATCH)} chunks (batch "
+                   f"{EFFECTIVE_BATCH:,}), so the drops are whole cycles plus leading chunks of one")
+    dropped_cell = (f"{missing:,} = {whole} x {f.per_cycle}"
+                    + (f" + {cut:,} (leading chunks of the first cycle after the gap)" if cut else "")
+                    + (f" + {rest} (not whole cycles)" if rest else ""))
+    after_gap = (f"the first cycle stored after the gap is complete ({f.per_cycle} points)" if cut == 0 else
+                 f"the first cycle stored after the gap holds {f.per_cycle - cut} of its {f.per_cycle} points "
+                 f"({cut:,} missing{'' if cut_ok else ', not whole chunks'})")
     lines = [
         f"## {SECTION}, {dt.date.today().isoformat()}",
         "",
@@ -655,9 +771,17 @@ def write_results(res: Results) -> None:
         "started once and re-adopted by each following agent (containers outlive the agent). "
         f"Build cost: the agent in-process (CLI event loop, gc.freeze()), --housekeeping-interval 1s, "
         f"volume usage measured once the pods run; for {BUILD_CYCLES} consecutive cycles the published "
-        "Snapshot is turned into points in the bench thread as the sink's worker does (snapshot_points, "
-        "encode_all), then joined and gzipped at level 1 as InfluxWriter.write sends it; thread CPU time "
-        "per step. Idle cost: `python -m kubeletapi` as a subprocess at the default --housekeeping-interval "
+        "Snapshot is turned into what the sink buffers, in the bench thread, by the sink's own code: "
+        "snapshot_points, encode_all, then InfluxSink._chunks (a sink whose writer is never called, its encoder "
+        f"handing over the lines just encoded) cuts the lines into chunks of at most {EFFECTIVE_BATCH:,} points "
+        "and gzips each at level 1, as the sink's worker thread does; thread CPU time per step, and of the "
+        "worker's whole call (_chunks with the real encoder) as a check. Bytes as buffered: each chunk's gzip "
+        "member plus its Chunk object, the object's attribute dict, its points int and a deque slot "
+        "(sys.getsizeof; malloc's own overhead not counted). Write path: a full batch as PointBuffer.take hands it "
+        "out of the measured chunks, joined into one multi-member gzip body as the sink's _write_batch does "
+        "(b\"\".join of the chunk bodies: the only CPU between the buffer and HTTP; retries resend the same "
+        "bytes), checked to decompress to its points' lines. Idle cost: `python -m kubeletapi` as a subprocess "
+        "at the default --housekeeping-interval "
         f"10s, without the sink and then with the sink writing to the healthy influxd; agent CPU (psutil) "
         f"over {IDLE_S:.0f} s with no requests, RSS at the end. API: a subprocess agent at 1 s cycles, "
         f"{API_REQUESTS} /healthz and {API_REQUESTS} /stats/summary requests per state, sequential on one "
@@ -667,30 +791,38 @@ def write_results(res: Results) -> None:
         f"(connections accepted, no answer: each write waits --influxdb-timeout {TIMEOUT_S:.0f}s; SIGCONT "
         "after) and stopped (connection refused). Buffer: the same agent, influxd left stopped until "
         f"the buffer (--influxdb-buffer-size {BUFFER:,}{', the default' if BUFFER == 50_000 else ''}; batches of "
-        f"{BATCH:,}) drops points, then "
-        "restarted; RSS and buffered points sampled every second (growth = least-squares slope over the "
-        "fill). Accounting: written_total against the points stored in InfluxDB (read with the counters "
-        "unchanged on both sides of the query); dropped_total against what is missing there: the oldest "
-        "go first and a cycle's points arrive together, so it must be whole cycles plus the missing part of "
-        "the first cycle stored after the gap, and as many whole cycles as the bench saw published in the gap "
+        f"{EFFECTIVE_BATCH:,}) drops points, then "
+        "restarted; agent RSS just before the stop, then RSS and buffered points sampled every second (growth = "
+        "least-squares slope over the fill, with its standard error), set against the bytes the buffered chunks "
+        "take (per point as buffered, from the build cost). Accounting: written_total against the points stored "
+        "in InfluxDB (read with the counters unchanged on both sides of the query); dropped_total against what "
+        "is missing there: the buffer drops whole chunks, oldest first, and "
+        f"{granularity}; the first cycle stored after the gap must be complete"
+        f"{'' if f.per_cycle <= EFFECTIVE_BATCH else ' but for whole leading chunks'}, and as many whole "
+        "cycles must be missing as the bench saw published in the gap "
         f"(/stats/summary, cached per cycle, polled every {GEN_POLL_S * 1000:.0f} ms or less from before the "
         "stop until the buffer was full: a changed body is a new cycle).",
         "",
         "| one housekeeping cycle (in-process) | value |",
         "|---|---:|",
-        f"| points per cycle | {statistics.median(b.points):,.0f} ({per_m}) |",
-        f"| line protocol per cycle, raw / gzip level 1 | {statistics.median(b.raw_bytes) / 1024:,.1f} / "
-        f"{statistics.median(b.gzip_bytes) / 1024:,.1f} KiB (ratio "
-        f"{statistics.median(b.raw_bytes) / statistics.median(b.gzip_bytes):.1f}) |",
-        f"| bytes per point, raw line / as buffered (bytes object + deque slot) | "
-        f"{statistics.median(b.raw_bytes) / statistics.median(b.points):.0f} / {b.line_object_bytes + 8:.0f} B |",
-        f"| one full request of {BATCH:,} points: raw / gzip, and CPU of join + gzip | "
-        f"{b.batch_raw / 2**20:.2f} / {b.batch_gzip / 1024:,.0f} KiB, {b.batch_gzip_ms:.1f} ms |",
+        f"| points per cycle | {points:,.0f} ({per_m}) |",
+        f"| line protocol per cycle, raw / as buffered chunks (gzip level 1) | "
+        f"{statistics.median(b.raw_bytes) / 1024:,.1f} / {statistics.median(b.chunk_bytes) / 1024:,.1f} KiB (ratio "
+        f"{statistics.median(b.raw_bytes) / statistics.median(b.chunk_bytes):.1f}), {cycle_chunks:.0f} "
+        f"chunk{'' if cycle_chunks == 1 else 's'} of at most {EFFECTIVE_BATCH:,} points |",
+        f"| the cycle's chunks as buffered (gzip members + Chunk objects + deque slots) | "
+        f"{statistics.median(b.held_bytes) / 1024:,.1f} KiB |",
+        f"| bytes per point: raw line / as buffered / as one bytes object per line (for comparison) | "
+        f"{statistics.median(b.raw_bytes) / points:.0f} / {per_point:.1f} / {b.line_object_bytes + 8:.0f} B |",
+        f"| one full batch (PointBuffer.take({EFFECTIVE_BATCH:,})): chunks, points; body (raw inside); CPU of "
+        f"b\"\".join | {b.batch_chunks}, {b.batch_points:,}; {b.batch_body / 1024:,.1f} KiB ({b.batch_raw / 2**20:.2f} "
+        f"MiB), decompresses to its {b.batch_points:,} lines: {_yes(b.batch_intact)}; {b.batch_join_us:.1f} us |",
         "",
         f"| step, thread CPU per cycle ({BUILD_CYCLES} cycles) | p50 / p99 ms | max ms |",
         "|---|---:|---:|",
         *step_rows,
-        f"| all the sink's CPU work per cycle (build + join + gzip) | {p50_99(send_ms)} | {max(send_ms):.2f} |",
+        f"| all the sink's CPU work per cycle (build + chunks; a batch's join adds {b.batch_join_us:.0f} us) | "
+        f"{p50_99(send_ms)} | {max(send_ms):.2f} |",
         "",
         f"| agent at --housekeeping-interval 10s ({IDLE_S:.0f} s, no requests) | CPU (+- standard error over "
         f"{IDLE_PERIOD_S:.0f} s periods) | RSS |",
@@ -716,10 +848,14 @@ def write_results(res: Results) -> None:
         "| buffer (influxd stopped, 1 s cycles) | value |",
         "|---|---:|",
         f"| influxd stopped -> first point dropped (buffer full) | {f.full_after_s:.0f} s |",
-        f"| agent RSS when sampling began ({f.samples[0][1]:,} points buffered, {f.samples[0][0]:.0f} s after "
-        f"the stop) / buffer full | {f.samples[0][3]:.0f} / {max(full_rss) if full_rss else float('nan'):.0f} MiB |",
-        f"| RSS growth per 10,000 buffered points (slope over {sum(1 for s in f.samples if not s[2])} samples) | "
-        f"{f.slope_mib_per_10k():.2f} MiB |",
+        f"| agent RSS just before the stop ({f.buffered_at_stop:,} points buffered) / when sampling began "
+        f"({f.samples[0][1]:,} buffered, {f.samples[0][0]:.0f} s after the stop) / buffer full (largest while "
+        f"dropping) | {f.rss_at_stop:.1f} / {f.samples[0][3]:.1f} / {f.full_rss():.1f} MiB |",
+        f"| RSS growth, just before the stop -> buffer full / the full buffer's chunks ({f.at_full.buffered:,} "
+        f"points x {per_point:.1f} B) | {f.full_rss() - f.rss_at_stop:+.2f} / {held_full:.2f} MiB |",
+        f"| RSS growth per 10,000 buffered points: slope +- standard error over "
+        f"{sum(1 for s in f.samples if not s[2])} samples / by the chunk sizes | {slope:.3f} +- {slope_se:.3f} / "
+        f"{per_point * 10_000 / 2**20:.3f} MiB |",
         f"| counters when full (+{FILL_EXTRA_S:.0f} s): written / retried / dropped buffer_full / buffered | "
         f"{f.at_full.written:,} / {f.at_full.retried:,} / {f.at_full.dropped_full:,} / {f.at_full.buffered:,} |",
         f"| influxd restarted -> answering /ping | {f.restart_ready_s:.1f} s |",
@@ -732,17 +868,15 @@ def write_results(res: Results) -> None:
         "|---|---:|---:|---|",
         f"| points written | {f.after.written:,} | {f.stored:,} stored | {_yes(f.after.written == f.stored)} |",
         f"| points rejected by InfluxDB (dropped, reason rejected) | {f.after.dropped_rejected:,} | | |",
-        f"| points dropped (buffer_full + rejected) | {missing:,} = {whole} x {f.per_cycle} + "
-        f"{f.cut_cycle_missing:,}{'' if rest == 0 else f' + {rest} (not whole cycles)'} | the first cycle "
-        f"after the gap holds {f.per_cycle - f.cut_cycle_missing} of its {f.per_cycle} points "
-        f"({f.cut_cycle_missing:,} missing); {f.seen_in_gap} cycles were seen published in the gap "
-        f"{'' if f.watched_gap else '(not watched from its start) '}(its length is {f.gap_cycles:.1f} mean "
-        f"spacings; the watch saw {len(f.lags)} stored cycles published {pct(f.lags, 50) if f.lags else 0:.2f} s "
-        f"after their time, at most {max(f.lags, default=0):.2f} s) | {_yes(dropped_ok)} |",
+        f"| points dropped (buffer_full + rejected) | {dropped_cell} | {after_gap}; {f.seen_in_gap} cycles were "
+        f"seen published in the gap {'' if f.watched_gap else '(not watched from its start) '}(its length is "
+        f"{f.gap_cycles:.1f} mean spacings; the watch saw {len(f.lags)} stored cycles published "
+        f"{pct(f.lags, 50) if f.lags else 0:.2f} s after their time, at most {max(f.lags, default=0):.2f} s) | "
+        f"{_yes(dropped_ok)} |",
         f"| buffered at the end | {f.after.buffered:,} | | |",
         "",
         f"Stored cycles: {f.cycles_stored}, complete ones of {f.per_cycle} points, {f.spacing_s:.3f} s apart on "
-        "average (the 1 s interval plus the cycle itself); incomplete ones besides the cut cycle: "
+        "average (the 1 s interval plus the cycle itself); incomplete ones besides the first after the gap: "
         f"{', '.join(f'cycle {i}: {n} points' for i, n in f.short_cycles) or 'none'}.",
         "",
         "Warnings (W) and errors (E) in the log of the agent with the sink (numbers as #): "
@@ -763,11 +897,15 @@ def standard_error(values: Sequence[float]) -> float:
 def notes(res: Results, send_p50: float, expected_core: float, diff_core: float) -> list[str]:
     """What the figures say, worded from the figures."""
     b, f = res.build, res.fill
-    assert b is not None and res.idle_off is not None and res.idle_on is not None
+    assert b is not None and res.idle_off is not None and res.idle_on is not None and f.at_full is not None
     noise = 2 * (standard_error(res.idle_off.periods) ** 2 + standard_error(res.idle_on.periods) ** 2) ** 0.5
     resolved = abs(diff_core) > noise
-    cycles_full = BUFFER / statistics.median(b.points)
-    per_point = b.line_object_bytes + 8
+    points = statistics.median(b.points)
+    cycles_full = f.at_full.buffered / points
+    per_point = b.per_point_held()
+    expected_10k = per_point * 10_000 / 2**20
+    slope, se = f.slope_mib_per_10k()
+    growth = f.full_rss() - f.rss_at_stop
     api = {s.name: s for s in res.api}
     worst = max(res.api, key=lambda s: pct(s.ms[SUMMARY], 99))
     lines = [
@@ -780,7 +918,9 @@ def notes(res: Results, send_p50: float, expected_core: float, diff_core: float)
         + f"Of the build, encode_all takes {pct(b.ms['encode_all'], 50):.1f} ms and snapshot_points "
         f"{pct(b.ms['snapshot_points'], 50):.1f} ms, {pct(b.ms['full_summary (inside snapshot_points)'], 50):.1f} "
         "ms of which is the full_summary it builds (the render-ahead of /stats/summary builds the same one "
-        "in the housekeeping thread). "
+        f"in the housekeeping thread); cutting and gzipping the cycle into chunks adds {pct(b.ms[CHUNKS], 50):.2f} "
+        f"ms (the worker's whole call: {pct(b.ms[WORKER], 50):.1f} ms), and sending a full batch only joins "
+        f"bytes ({b.batch_join_us:.0f} us for {b.batch_points:,} points). "
         f"API: the slowest /stats/summary p99 was in state \"{worst.name}\" ({pct(worst.ms[SUMMARY], 99):.2f} ms)",
     ]
     base = api.get("no sink (baseline)")
@@ -792,16 +932,28 @@ def notes(res: Results, send_p50: float, expected_core: float, diff_core: float)
                          else "the sink's states have the longer tail. "))
     else:
         lines[-1] += ". "
+    if abs(slope - expected_10k) <= 2 * se:
+        fit = (f"within two standard errors of the {expected_10k:.3f} MiB the chunks take, "
+               + ("and distinguishable from no growth" if abs(slope) > 2 * se
+                  else "though not distinguishable from no growth at this resolution"))
+    else:
+        fit = (f"{'more' if slope > expected_10k else 'less'} than the {expected_10k:.3f} MiB the chunks take "
+               "by more than two standard errors: RSS counts the whole process (allocator arenas, the cycles' "
+               "transient lines, the failing writes), not the buffer alone")
     lines[-1] += (
-        f"Buffer: {f.slope_mib_per_10k():.2f} MiB of RSS per 10,000 points measured, "
-        f"{per_point * 10_000 / 2**20:.2f} MiB by the size of the buffered lines ({per_point:.0f} B each: one "
-        f"bytes object per point); a full buffer is ~{cycles_full:.0f} cycles at {PODS} pods, "
-        f"~{per_point * BUFFER / 2**20:.0f} MiB held as lines, which gzipped per cycle as sent would be "
-        f"~{cycles_full * statistics.median(b.gzip_bytes) / 2**20:.1f} MiB. After influxd came back the first "
+        f"Buffer: a point costs ~{per_point:.1f} B as buffered (its share of the cycle's gzip member, Chunk object "
+        "and deque slot), so the full buffer "
+        f"({f.at_full.buffered:,} points, ~{cycles_full:.0f} cycles at {PODS} pods) holds "
+        f"~{f.at_full.buffered * per_point / 2**20:.2f} MiB; the same points as one bytes object per line would "
+        f"take ~{(b.line_object_bytes + 8) * f.at_full.buffered / 2**20:.0f} MiB. Measured: RSS went from "
+        f"{f.rss_at_stop:.1f} MiB just before the stop to {f.full_rss():.1f} MiB with the buffer full "
+        f"({growth:+.2f} MiB), and the fit over the fill gives {slope:.3f} +- {se:.3f} MiB per 10,000 points, "
+        f"{fit}. After influxd came back the first "
         f"write waited {f.first_write_s:.1f} s (the sink's back-off: {BACKOFF_INITIAL_S:.0f} s, doubling up to "
         f"{BACKOFF_MAX_S:.0f} s between failed attempts); the buffer then emptied in "
         f"{f.drained_s - f.first_write_s:.1f} s "
-        f"({-(-f.drained_points // BATCH)} requests of up to {BATCH:,} points)."
+        f"({-(-f.drained_points // b.batch_points)} requests of {b.batch_chunks} chunks, {b.batch_points:,} "
+        "points, or fewer)."
     )
     return lines
 
