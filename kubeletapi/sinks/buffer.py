@@ -6,9 +6,10 @@ which InfluxDB reads whole). At 110 pods a cycle is ~150 KiB of lines and ~7 KiB
 buffer of 50,000 points held through an outage costs under 1 MiB instead of ~19.
 
 A batch of chunks is taken out to be sent and either committed (written, or rejected for good) or
-given back to the front, oldest first. The bound, in points, counts the batch in flight too: when
-points arrive beyond it the oldest waiting chunks are dropped, and a batch given back is trimmed
-from its oldest end, so the buffer holds at most `capacity` points and loses the oldest first.
+given back to the front, oldest first. The bound, in points, counts the batch in flight too, and
+the oldest go first: when points arrive beyond it while a batch is in flight, the batch's oldest
+chunks are marked to be dropped should the write fail (if it succeeds they were written after all),
+and only past the whole batch are waiting chunks dropped.
 """
 
 from __future__ import annotations
@@ -33,11 +34,13 @@ class PointBuffer:
         self._waiting_points = 0
         self._inflight: list[Chunk] = []
         self._inflight_points = 0
+        self._doomed = 0  # leading in-flight chunks to drop if the batch comes back
+        self._doomed_points = 0
         self.dropped = 0  # points dropped for want of room, in all
 
     def __len__(self) -> int:
-        """Points held: waiting and in flight."""
-        return self._waiting_points + self._inflight_points
+        """Points held: waiting and in flight, less those in flight marked to be dropped."""
+        return self._waiting_points + self._inflight_points - self._doomed_points
 
     @property
     def waiting(self) -> int:
@@ -64,16 +67,27 @@ class PointBuffer:
     def commit(self) -> None:
         """The batch in flight is done with (written, or rejected by the server)."""
         self._inflight, self._inflight_points = [], 0
+        self._doomed = self._doomed_points = 0
 
     def give_back(self) -> None:
-        """The batch in flight failed: it goes back in front, to be sent again."""
-        self._waiting.extendleft(reversed(self._inflight))
-        self._waiting_points += self._inflight_points
+        """The batch in flight failed: it goes back in front, to be sent again, less its chunks
+        marked to be dropped."""
+        self.dropped += self._doomed_points
+        kept = self._inflight[self._doomed:]
+        self._waiting.extendleft(reversed(kept))
+        self._waiting_points += self._inflight_points - self._doomed_points
         self._inflight, self._inflight_points = [], 0
+        self._doomed = self._doomed_points = 0
         self._trim()
 
     def _trim(self) -> None:
-        while len(self) > self.capacity and self._waiting:
-            chunk = self._waiting.popleft()
-            self._waiting_points -= chunk.points
-            self.dropped += chunk.points
+        while len(self) > self.capacity:
+            if self._doomed < len(self._inflight):  # the oldest points are in flight
+                self._doomed_points += self._inflight[self._doomed].points
+                self._doomed += 1
+            elif self._waiting:
+                chunk = self._waiting.popleft()
+                self._waiting_points -= chunk.points
+                self.dropped += chunk.points
+            else:
+                return
