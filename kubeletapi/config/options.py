@@ -64,6 +64,9 @@ class InfluxDBOptions:
         parts = urlsplit(self.url)
         if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
             raise ConfigError(f"--influxdb-url must be an http(s) URL without query, got {self.url!r}")
+        if parts.username is not None or parts.password is not None:  # it is logged: keep secrets out
+            raise ConfigError("--influxdb-url must not carry credentials: use --influxdb-username and "
+                              "--influxdb-password (or $KUBELETAPI_INFLUXDB_PASSWORD)")
         try:
             parts.port  # noqa: B018 - validates the port
         except ValueError as exc:

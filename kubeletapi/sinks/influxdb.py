@@ -38,9 +38,9 @@ class WriteResult:
 
 
 class InfluxWriter:
-    """One HTTP client for one InfluxDB endpoint. `transport` replaces the network in unit tests."""
+    """One HTTP client for one InfluxDB endpoint."""
 
-    def __init__(self, opts: InfluxDBOptions, transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(self, opts: InfluxDBOptions) -> None:
         self.opts = opts
         base = opts.url.rstrip("/")
         headers = {"User-Agent": f"kubeletapi/{__version__}"}
@@ -48,7 +48,7 @@ class InfluxWriter:
             headers["Authorization"] = f"Token {opts.token}"
         auth = (opts.username, opts.password) if opts.username and not opts.token else None
         self._client = httpx.AsyncClient(
-            timeout=opts.timeout.seconds, headers=headers, auth=auth, transport=transport,
+            timeout=opts.timeout.seconds, headers=headers, auth=auth,
             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
         )
         if opts.v2:

@@ -114,6 +114,7 @@ def test_nothing_listening_is_retried() -> None:
         pytest.param({"url": "ftp://h"}, "--influxdb-url must be an http(s) URL", id="scheme"),
         pytest.param({"url": "http://h:99999"}, "--influxdb-url 'http://h:99999'", id="port"),
         pytest.param({"url": "http://h/?db=x"}, "without query", id="query"),
+        pytest.param({"url": "http://u:secret@h"}, "must not carry credentials", id="userinfo"),
         pytest.param({"url": "http://h", "bucket": "b"}, "needs --influxdb-org", id="bucket-without-org"),
         pytest.param({"url": "http://h", "database": ""}, "--influxdb-database must not be empty", id="database"),
         pytest.param({"url": "http://h", "batch_size": 0}, "--influxdb-batch-size", id="batch"),
