@@ -24,8 +24,13 @@ stop() {
   if kill -0 "$pid" 2>/dev/null; then
     echo "Removing the example pods, then stopping kubeletapi..."
     rm -f "$STATE"/manifests/*.yaml
+    # Done when /pods answers without a pod and the runtime has removed every container (/pods
+    # drops a pod as soon as its manifest goes, while its containers are still being stopped).
     for _ in $(seq 1 400); do
-      [ "$(curl -sf "http://127.0.0.1:$RO_PORT/pods" | grep -c '"uid"')" = "0" ] && break
+      if pods="$(curl -sf "http://127.0.0.1:$RO_PORT/pods")" && ! grep -q '"uid"' <<<"$pods" \
+          && [ -z "$(ls -A "$STATE/root/runtime/process/containers" 2>/dev/null)" ]; then
+        break
+      fi
       sleep 0.1
     done
     kill -TERM "$pid" 2>/dev/null || true
