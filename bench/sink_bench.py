@@ -74,7 +74,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # tests.ecosyst
 from benchkit import Client, LoopThread, agent_args, pct, purge, stop_pods, wait
 from ports import free_ports
 from results_md import update_section
-from stats_bench import cpu_s, load, machine, wait_generations
+from stats_bench import cpu_s, load, machine, running_containers, start_pods, wait_generations
 
 from kubeletapi.sinks.sink import BACKOFF_INITIAL_S, BACKOFF_MAX_S
 from tests.ecosystem.influxd import INFLUXD, Influxd
@@ -112,22 +112,6 @@ def manifest(name: str) -> str:
             "  - name: app\n    image: busybox:1.36\n    command: [sleep, '3600']\n"
             "    volumeMounts:\n    - {name: scratch, mountPath: /scratch}\n"
             "  - name: sidecar\n    image: busybox:1.36\n    command: [sleep, '3600']\n")
-
-
-def running_containers(client: Client) -> int:
-    return sum(sum(1 for s in pod["status"].get("containerStatuses") or [] if "running" in s["state"])
-               for pod in client.json("/pods")["items"])
-
-
-def start_pods(manifests: Path, client: Client) -> float:
-    """Write PODS manifests (atomic renames); seconds until every container runs in /pods."""
-    start = time.perf_counter()
-    for i in range(PODS):
-        tmp = manifests / f".p{i:03d}.tmp"
-        tmp.write_text(manifest(f"p{i:03d}"))
-        tmp.rename(manifests / f"p{i:03d}.yaml")
-    wait(lambda: running_containers(client) == 2 * PODS, 300, 0.2, f"{PODS} pods running")
-    return time.perf_counter() - start
 
 
 def all_sampled(client: Client) -> bool:
@@ -363,7 +347,7 @@ def build_run(base: Path, ports: Sequence[int]) -> Build:
         assert kubelet.stats is not None
         housekeeper = kubelet.stats.housekeeper
         sinks = Sinks()
-        out.pods_running_s = start_pods(base / "manifests", client)
+        out.pods_running_s = start_pods(base / "manifests", client, manifest)
         wait(lambda: sampled(housekeeper.latest()) >= 2 * PODS, 60, 0.1, "every container in housekeeping")
         loop.run(housekeeper.refresh_volumes())  # the volumes' usage (else measured once a minute)
         last = latest(housekeeper).generation + 1

@@ -124,22 +124,21 @@ def manifest(name: str) -> str:
             + container.format("app") + container.format("sidecar"))
 
 
-def start_pods(manifests: Path, client: Client) -> float:
-    """Write PODS manifests (atomic renames); seconds until every container is running in /pods."""
+def running_containers(client: Client) -> int:
+    """Containers running in /pods."""
+    return sum(sum(1 for s in pod["status"].get("containerStatuses") or [] if "running" in s["state"])
+               for pod in client.json("/pods")["items"])
+
+
+def start_pods(manifests: Path, client: Client, make: Callable[[str], str] = manifest) -> float:
+    """Write PODS manifests made by `make` (two containers each; atomic renames); seconds until
+    every container is running in /pods."""
     start = time.perf_counter()
     for i in range(PODS):
         tmp = manifests / f".p{i:03d}.tmp"
-        tmp.write_text(manifest(f"p{i:03d}"))
+        tmp.write_text(make(f"p{i:03d}"))
         tmp.rename(manifests / f"p{i:03d}.yaml")
-
-    def all_running() -> bool:
-        running = 0
-        for pod in client.json("/pods")["items"]:
-            statuses = pod["status"].get("containerStatuses") or []
-            running += sum(1 for s in statuses if "running" in s["state"])
-        return running == 2 * PODS
-
-    wait(all_running, 300, 0.2, f"{PODS} pods running")
+    wait(lambda: running_containers(client) == 2 * PODS, 300, 0.2, f"{PODS} pods running")
     return time.perf_counter() - start
 
 

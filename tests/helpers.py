@@ -28,6 +28,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from kubeletapi.cli import configuration
 from kubeletapi.clock import Clock
 from kubeletapi.kubelet import Kubelet
+from kubeletapi.runtime.streaming import STDOUT, StreamSession
 from tests.cri.cleanup import remove_cgroup_root
 
 LOOPBACK = "127.0.0.1"
@@ -290,3 +291,13 @@ class AgentProcess:
             if self.proc.poll() is None:
                 self.proc.kill()
                 self.proc.wait()
+
+
+async def collect_output(session: StreamSession, limit_s: float) -> tuple[bytes, bytes, int]:
+    """A stream session's stdout, stderr and exit code, read to the end within `limit_s`."""
+    out, err = bytearray(), bytearray()
+    async with asyncio.timeout(limit_s):
+        async for kind, data in session.output():
+            (out if kind == STDOUT else err).extend(data)
+        code = await session.wait()
+    return bytes(out), bytes(err), code

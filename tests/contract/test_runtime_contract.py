@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import re
@@ -21,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from kubeletapi.errors import InvalidInput, KubeletError
-from kubeletapi.runtime.streaming import STDOUT, StreamOptions, StreamSession
+from kubeletapi.runtime.streaming import StreamOptions
 from kubeletapi.runtime.types import (
     CONTAINER_NAME,
     POD_UID,
@@ -34,6 +35,7 @@ from kubeletapi.runtime.types import (
 )
 from tests.contract.conftest import ContractRuntime, RuntimeCase
 from tests.cri.cleanup import cgroup_dirs
+from tests.helpers import collect_output
 
 CRI_LOG_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z$")  # RFC 3339 (nanoseconds), UTC
 
@@ -67,13 +69,7 @@ async def wait_state(rt: ContractRuntime, cid: str, state: ContainerState, timeo
         await asyncio.sleep(0.02)
 
 
-async def collect(session: StreamSession, limit_s: float = 10) -> tuple[bytes, bytes, int]:
-    out, err = bytearray(), bytearray()
-    async with asyncio.timeout(limit_s):
-        async for kind, data in session.output():
-            (out if kind == STDOUT else err).extend(data)
-        code = await session.wait()
-    return bytes(out), bytes(err), code
+collect = functools.partial(collect_output, limit_s=10)
 
 
 # --- lifecycle ---------------------------------------------------------------------------------------

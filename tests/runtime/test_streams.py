@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import secrets
 import socket
@@ -30,6 +31,7 @@ from kubeletapi.runtime.process.runtime import ProcessRuntime
 from kubeletapi.runtime.process.shimbuild import shim_path
 from kubeletapi.runtime.streaming import STDERR, STDOUT, StreamOptions, StreamSession
 from kubeletapi.runtime.types import ContainerConfig, ContainerState, PodMeta, SandboxConfig
+from tests.helpers import collect_output
 
 ROOT = os.geteuid() == 0
 TTY = StreamOptions(stdin=True, stdout=True, stderr=False, tty=True)
@@ -98,13 +100,7 @@ def run(go: Callable[[], Awaitable[None]]) -> None:
     asyncio.run(checked())
 
 
-async def collect(session: StreamSession, limit_s: float = 20) -> tuple[bytes, bytes, int]:
-    out, err = bytearray(), bytearray()
-    async with asyncio.timeout(limit_s):
-        async for kind, data in session.output():
-            (out if kind == STDOUT else err).extend(data)
-        code = await session.wait()
-    return bytes(out), bytes(err), code
+collect = functools.partial(collect_output, limit_s=20)
 
 
 async def read_until(output: AsyncIterator[tuple[int, bytes]], needle: bytes, limit_s: float = 10,
