@@ -63,9 +63,26 @@ def wait_for(check: Callable[[], T | None], timeout: float = 20, interval: float
     raise AssertionError(f"timed out after {timeout}s waiting for {what or check}; last: {last!r}")
 
 
+def _find_status(pod: dict[str, Any], container_name: str) -> dict[str, Any] | None:
+    status = pod.get("status", {})
+    statuses = status.get("initContainerStatuses", []) + status.get("containerStatuses", [])
+    return next((s for s in statuses if s["name"] == container_name), None)
+
+
 def status_of(pod: dict[str, Any], container_name: str) -> dict[str, Any]:
-    statuses = pod["status"].get("initContainerStatuses", []) + pod["status"].get("containerStatuses", [])
-    return next(s for s in statuses if s["name"] == container_name)
+    """The container's status in a pod that has been synced (fails clearly when it has none)."""
+    found = _find_status(pod, container_name)
+    assert found is not None, f"pod has no status for container {container_name!r} yet: {pod.get('status')!r}"
+    return found
+
+
+def polled(pod: dict[str, Any], container_name: str) -> dict[str, Any]:
+    """The container's status, for conditions polled by wait_for: a pod not synced yet (its
+    status has no containerStatuses) reads as a container that has done nothing yet."""
+    found = _find_status(pod, container_name)
+    if found is not None:
+        return found
+    return {"name": container_name, "state": {}, "lastState": {}, "restartCount": 0, "ready": False, "started": False}
 
 
 def running(agent: Agent, name: str, node: str = "testnode") -> dict[str, Any] | None:

@@ -20,7 +20,7 @@ from tests.cri.cleanup import list_sandboxes, purge_cri
 from tests.cri.fixtures import CRIEnv
 from tests.e2e.test_cri_pods import IMAGE, TICKER, bb
 from tests.helpers import Agent, agent_args
-from tests.podtools import manifest, pods, status_of, wait_for, write
+from tests.podtools import manifest, pods, polled, status_of, wait_for, write
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cri]
 
@@ -94,7 +94,7 @@ def test_containerd_stopped_under_a_running_agent(node: Node) -> None:
 
     def late_waiting() -> dict[str, Any] | None:
         pod = node.pod("late")
-        waiting = status_of(pod, "main")["state"].get("waiting") if pod and pod["status"].get(
+        waiting = polled(pod, "main")["state"].get("waiting") if pod and pod["status"].get(
             "containerStatuses") else None
         return waiting if waiting and "unavailable" in waiting.get("message", "") else None
 

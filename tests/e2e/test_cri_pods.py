@@ -10,8 +10,10 @@ One agent (module scope, housekeeping every second) runs:
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
+import re
 import signal
 import time
 from collections.abc import Iterator
@@ -27,7 +29,7 @@ from kubernetes.stream.ws_client import WSClient, get_websocket_url
 from tests.cri.cleanup import cgroup_dirs, list_sandboxes, purge_cri
 from tests.cri.fixtures import CRIEnv
 from tests.helpers import Agent, AgentProcess, agent_args, purge
-from tests.podtools import manifest, pods, status_of, wait_for, write
+from tests.podtools import manifest, pods, polled, status_of, wait_for, write
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cri]
 
@@ -150,7 +152,7 @@ def test_container_logs_follow_and_previous(node: Node) -> None:
             if len(seen) >= 4:
                 break
     assert seen == list(range(seen[0], seen[0] + 4))  # new lines arrive, in order, none lost
-    crashed = wait_for(lambda: (p := node.pod("crash")) and status_of(p, "main")["restartCount"] >= 1 and p,
+    crashed = wait_for(lambda: (p := node.pod("crash")) and polled(p, "main")["restartCount"] >= 1 and p,
                        timeout=30, what="crash restarted")
     last = status_of(crashed, "main")["lastState"]["terminated"]
     assert (last["exitCode"], last["reason"]) == (3, "Error")
@@ -159,17 +161,44 @@ def test_container_logs_follow_and_previous(node: Node) -> None:
     assert previous.status_code == 200 and previous.text == "run\n"
 
 
+def _rfc3339(text: str) -> float:
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
 def test_restart_policy_backs_off(node: Node) -> None:
-    pod = wait_for(lambda: (p := node.pod("crash")) and status_of(p, "main")["restartCount"] >= 2 and p,
-                   timeout=40, what="crash restarted twice")
-    status = status_of(pod, "main")
-    waiting = status["state"].get("waiting")
-    assert waiting is None or waiting["reason"] == "CrashLoopBackOff"
-    assert status["lastState"]["terminated"]["exitCode"] == 3
+    """Between two restarts the container waits in CrashLoopBackOff for the announced back-off
+    (10 s doubling): the next instance starts no sooner than that after the last one exited."""
+    def backing_off() -> tuple[int, float, int] | None:
+        pod = node.pod("crash")
+        status = polled(pod, "main") if pod else None
+        waiting = status["state"].get("waiting") if status else None
+        if status is None or waiting is None or waiting["reason"] != "CrashLoopBackOff":
+            return None
+        announced = re.match(r"back-off (\d+)s restarting failed container=main pod=crash-testnode_default\(",
+                             waiting["message"])
+        assert announced, waiting["message"]
+        last = status["lastState"]["terminated"]
+        assert last["exitCode"] == 3
+        return status["restartCount"], _rfc3339(last["finishedAt"]), int(announced.group(1))
+
+    count, exited, backoff = wait_for(backing_off, timeout=40, what="crash in CrashLoopBackOff")
+    assert backoff in (10, 20, 40, 80, 160, 300)
+
+    def next_instance() -> dict[str, Any] | None:
+        pod = node.pod("crash")
+        status = polled(pod, "main") if pod else None
+        return status if status and status["restartCount"] > count else None
+
+    status = wait_for(next_instance, timeout=backoff + 30, what="the restart after the back-off")
+    state = status["state"]
+    started = (state.get("running") or state.get("terminated") or status["lastState"]["terminated"])["startedAt"]
+    # RFC 3339 times here have whole seconds: allow one second of truncation on each side.
+    assert _rfc3339(started) - exited >= backoff - 2
+    assert status["restartCount"] == count + 1
 
 
 def test_oom_killed(node: Node) -> None:
-    pod = wait_for(lambda: (p := node.pod("oom")) and "terminated" in status_of(p, "main")["state"] and p,
+    pod = wait_for(lambda: (p := node.pod("oom")) and "terminated" in polled(p, "main")["state"] and p,
                    timeout=30, what="oom terminated")
     terminated = status_of(pod, "main")["state"]["terminated"]
     assert (terminated["reason"], terminated["exitCode"]) == ("OOMKilled", 137)
@@ -202,7 +231,7 @@ def test_exec_with_the_kubernetes_client_and_readiness(node: Node) -> None:
     assert code == 0 and out.strip() == os.uname().nodename  # a host-network pod: the node's hostname
     out, code = k8s_exec(node, "bb-testnode", "sh", "-c", "echo%20made;touch%20/tmp/ready;exit%205")
     assert (out, code) == ("made\n", 5)
-    wait_for(lambda: (p := node.pod("bb")) and status_of(p, "main")["ready"], timeout=10, what="bb ready")
+    wait_for(lambda: (p := node.pod("bb")) and polled(p, "main")["ready"], timeout=10, what="bb ready")
     # env (a plain value and a fieldRef), working dir, an emptyDir written through to the host
     out, code = k8s_exec(node, "bb-testnode", "sh", "-c", "echo%20$GREETING%20$MY_POD%20$PWD>note;cat%20note")
     assert (out, code) == ("hello bb-testnode /data\n", 0)
@@ -230,7 +259,7 @@ def test_liveness_probe_restarts_the_container(node: Node) -> None:
     first = status_of(pod, "main")["containerID"]
     out, code = k8s_exec(node, "liveness-testnode", "touch", "/tmp/sick")
     assert code == 0, out
-    pod = wait_for(lambda: (p := node.pod("liveness")) and status_of(p, "main")["restartCount"] >= 1 and p,
+    pod = wait_for(lambda: (p := node.pod("liveness")) and polled(p, "main")["restartCount"] >= 1 and p,
                    timeout=30, what="liveness restart")
     assert status_of(pod, "main")["containerID"] != first  # a new container (its /tmp is fresh)
 

@@ -30,7 +30,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection
 
 from tests.helpers import Agent, agent_args, free_port
-from tests.podtools import container, manifest, status_of, wait_for, write
+from tests.podtools import container, manifest, polled, wait_for, write
 from tests.streaming.wsclient import open_ws, refused
 
 pytestmark = pytest.mark.e2e
@@ -85,7 +85,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
                 wait_for(lambda n=name: any("running" in s["state"]  # type: ignore[misc]
                                             for s in pod(n)["status"].get("containerStatuses", [])),  # type: ignore[attr-defined]
                          what=f"{name} running")
-            wait_for(lambda: "terminated" in status_of(pod(SHELL), "done")["state"], what="done exited")
+            wait_for(lambda: "terminated" in polled(pod(SHELL), "done")["state"], what="done exited")
         wait_for(lambda: _listening(port), what="http.server listening")
         yield node
     finally:

@@ -31,7 +31,7 @@ import httpx
 import pytest
 
 from tests.helpers import Agent, agent_args
-from tests.podtools import container, manifest, status_of, wait_for, write
+from tests.podtools import container, manifest, polled, status_of, wait_for, write
 
 pytestmark = pytest.mark.e2e
 
@@ -196,7 +196,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
         wait_for(lambda: node.logs(LOGS, "quiet").text == "hello\n", what="quiet's line")
         wait_for(lambda: node.logs(LOGS, "long").text.endswith("end\n"), what="long's lines")
         wait_for(lambda: node.run(RUNNER, "main", "true").status_code == 200, what="runner/main runnable")
-        wait_for(lambda: "terminated" in status_of(node.pod(RUNNER) or {"status": {}}, "done")["state"],
+        wait_for(lambda: "terminated" in polled(node.pod(RUNNER) or {"status": {}}, "done")["state"],
                  what="runner/done exited")
         yield node
     finally:

@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from tests.helpers import Agent
-from tests.podtools import container, manifest, pods, running, status_of, wait_for, write
+from tests.podtools import container, manifest, pods, polled, running, status_of, wait_for, write
 
 pytestmark = pytest.mark.e2e
 ROOT = os.geteuid() == 0
@@ -42,7 +42,7 @@ def test_restart_policies(
     write(tmp_path / "manifests", "p.yaml",
           manifest("p", container("c", ["sh", "-c", f"sleep 0.2; exit {code}"]), f"restartPolicy: {policy}"))
     if restarts:
-        pod = wait_for(lambda: (p := pods(agent).get("p-testnode")) and status_of(p, "c")["restartCount"] >= 1 and p,
+        pod = wait_for(lambda: (p := pods(agent).get("p-testnode")) and polled(p, "c")["restartCount"] >= 1 and p,
                        what="a restart")
         last = status_of(pod, "c")["lastState"]["terminated"]
         assert last["exitCode"] == code
@@ -159,8 +159,8 @@ def test_post_start_hook(start_agent: Callable[..., Agent], tmp_path: Path) -> N
 def test_container_without_command(start_agent: Callable[..., Agent], tmp_path: Path) -> None:
     agent = start_agent(manifests=True)
     write(tmp_path / "manifests", "p.yaml", manifest("p", "- name: c\n  image: nginx:1.27\n"))
-    pod = wait_for(lambda: (p := pods(agent).get("p-testnode")) and "waiting" in status_of(p, "c")["state"]
-                   and status_of(p, "c")["state"]["waiting"]["reason"] == "CreateContainerConfigError" and p,
+    pod = wait_for(lambda: (p := pods(agent).get("p-testnode")) and "waiting" in polled(p, "c")["state"]
+                   and polled(p, "c")["state"]["waiting"]["reason"] == "CreateContainerConfigError" and p,
                    what="config error")
     assert "the process runtime needs a command" in status_of(pod, "c")["state"]["waiting"]["message"]
 

@@ -13,7 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.helpers import Agent
-from tests.podtools import container, manifest, pods, running, status_of, wait_for, write
+from tests.podtools import container, manifest, pods, polled, running, wait_for, write
 
 pytestmark = pytest.mark.e2e
 ROOT = os.geteuid() == 0
@@ -99,7 +99,7 @@ def test_failed_post_start_hook_kills_the_container(start_agent: Callable[..., A
     hook = "lifecycle:\n  postStart: {exec: {command: [sh, -c, 'exit 3']}}"
     write(tmp_path / "manifests", "p.yaml", manifest("p", container("c", ["sleep", "300"], hook),
                                                      "restartPolicy: Never"))
-    pod = wait_for(lambda: (p := pods(agent).get("p-testnode")) and "terminated" in status_of(p, "c")["state"]
+    pod = wait_for(lambda: (p := pods(agent).get("p-testnode")) and "terminated" in polled(p, "c")["state"]
                    and p, what="killed")
     assert pod["status"]["phase"] == "Failed"
 

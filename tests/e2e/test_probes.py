@@ -24,7 +24,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.helpers import Agent, free_ports
-from tests.podtools import container, manifest, pods, status_of, wait_for, write
+from tests.podtools import container, manifest, pods, polled, status_of, wait_for, write
 
 pytestmark = pytest.mark.e2e
 
@@ -95,7 +95,7 @@ def test_readiness_flips_ready_both_ways_and_metrics_count_every_run(
 
     def ready_is(value: bool) -> dict[str, Any] | None:
         pod = pod_of(agent, "ready")
-        if pod is None or "running" not in status_of(pod, "c")["state"] or status_of(pod, "c")["ready"] != value:
+        if pod is None or "running" not in polled(pod, "c")["state"] or polled(pod, "c")["ready"] != value:
             return None
         return pod
 
@@ -140,7 +140,7 @@ def test_startup_probe_holds_liveness_back(start_agent: Callable[..., Agent], tm
               + exec_probe("livenessProbe", f"echo run >> {live_runs}")
               + exec_probe("readinessProbe", "true"))
     write(tmp_path / "manifests", "st.yaml", manifest("st", container("c", ["sleep", "3600"], probes)))
-    pod = wait_for(lambda: (p := pod_of(agent, "st")) and "running" in status_of(p, "c")["state"] and p,
+    pod = wait_for(lambda: (p := pod_of(agent, "st")) and "running" in polled(p, "c")["state"] and p,
                    what="running")
     time.sleep(3)
     pod = pod_of(agent, "st")
@@ -149,7 +149,7 @@ def test_startup_probe_holds_liveness_back(start_agent: Callable[..., Agent], tm
     assert not live_runs.exists()
     assert probe_counts(agent, "st").get(("c", "Startup", "failed"), 0) >= 2
     started.touch()
-    wait_for(lambda: (p := pod_of(agent, "st")) and status_of(p, "c")["started"] and status_of(p, "c")["ready"],
+    wait_for(lambda: (p := pod_of(agent, "st")) and polled(p, "c")["started"] and polled(p, "c")["ready"],
              timeout=6, what="started and ready")
     wait_for(lambda: live_runs.exists() and len(live_runs.read_text().splitlines()) >= 2, timeout=5,
              what="liveness running")
@@ -257,7 +257,7 @@ def test_hostile_targets_cost_bounded_time_and_memory(start_agent: Callable[...,
         + container("steady", ["sleep", "3600"], exec_probe("readinessProbe", f"echo run >> {steady_runs}"))
     )
     write(tmp_path / "manifests", "hostile.yaml", manifest("hostile", containers))
-    wait_for(lambda: (p := pod_of(agent, "hostile")) and status_of(p, "big")["ready"] and p, timeout=15,
+    wait_for(lambda: (p := pod_of(agent, "hostile")) and polled(p, "big")["ready"] and p, timeout=15,
              what="a 10 MB body read as a success")
     first = len(steady_runs.read_text().splitlines()) if steady_runs.exists() else 0
     time.sleep(5)

@@ -29,7 +29,7 @@ import yaml
 
 from tests.ecosystem.prometheus import INSTALL_HINT, PROMETHEUS, Prometheus
 from tests.helpers import LOOPBACK, Agent, agent_args, free_port
-from tests.podtools import container, manifest, pods, status_of, wait_for, write
+from tests.podtools import container, manifest, pods, polled, wait_for, write
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
 NAMESPACE = "default"
@@ -136,7 +136,7 @@ def started(agent: Agent, pod: str, containers: tuple[str, ...]) -> bool:
     if found is None or found["status"].get("phase") != "Running":
         return False
     for name in containers:
-        status = status_of(found, name)
+        status = polled(found, name)
         if "running" not in status["state"] and not status.get("restartCount") and not status.get("lastState"):
             return False
     return True
@@ -144,7 +144,7 @@ def started(agent: Agent, pod: str, containers: tuple[str, ...]) -> bool:
 
 def restarted(agent: Agent, pod: str, name: str) -> bool:
     found = pods(agent).get(pod)
-    return found is not None and status_of(found, name).get("restartCount", 0) >= 1
+    return found is not None and polled(found, name).get("restartCount", 0) >= 1
 
 
 def wait_scrapes(prom: Prometheus, containers: frozenset[tuple[str, str]] = frozenset(), samples: int = 2) -> None:
