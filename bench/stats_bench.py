@@ -372,7 +372,7 @@ def cold_rounds(housekeeper: Any, client: Client, out: Internal) -> None:
 def profile(kubelet: Any, loop: LoopThread, snap: Any) -> None:
     """cProfile of one housekeeping cycle (run in this thread) and one render of each endpoint."""
     async def inventory() -> tuple[Any, Any]:
-        return kubelet.pods.pods(), kubelet.pods.runtime_pids()
+        return kubelet.pods.inventory.pods(), kubelet.pods.inventory.runtime_pids()
 
     pods, pids = loop.run(inventory())
     collector = kubelet.stats.collector

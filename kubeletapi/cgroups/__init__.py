@@ -1,11 +1,11 @@
-"""cgroup layout detection, writers for pod and container limits (v1 and v2), the kubelet's mapping
-and the stat readers housekeeping samples with.
+"""cgroup layout detection, writers for pod and container limits (v1 and v2) and the stat readers
+housekeeping samples with. What values to write is the container manager's policy (kubeletapi.cm).
 
     layout = detect()                      # or CgroupLayout.from_mountinfo(text, root=fixture)
     writer = new_writer(layout)            # V1Writer or V2Writer
-    path = container_cgroup_path(pod_cgroup_path("/", qos, uid), container_id)
+    path = "/kubepods/burstable/pod<uid>/<container id>"   # kubeletapi.cm.cgroupnames names them
     writer.create(path)
-    writer.set_resources(path, container_resource_config(resources))
+    writer.set_resources(path, ResourceConfig(cpu_shares=512, memory_limit=64 << 20))
     sample = new_reader(layout).sample(path, now_ns)   # CgroupSample, or None once it is gone
 
 Only kubeletapi.errors and the standard library are imported here.
@@ -23,34 +23,11 @@ from kubeletapi.cgroups.readers import (
     cpu_weight_to_shares,
     new_reader,
 )
-from kubeletapi.cgroups.resources import (
-    BEST_EFFORT_OOM_SCORE_ADJ,
-    GUARANTEED_OOM_SCORE_ADJ,
-    MAX_SHARES,
-    MIN_SHARES,
-    QUOTA_PERIOD,
-    ContainerResources,
-    QOSClass,
-    ResourceConfig,
-    container_cgroup_path,
-    container_resource_config,
-    cpu_shares_to_weight,
-    cpu_shares_to_weight_runc,
-    milli_cpu_to_quota,
-    milli_cpu_to_shares,
-    node_allocatable_config,
-    oom_score_adj,
-    pod_cgroup_name,
-    pod_cgroup_path,
-    pod_qos,
-    pod_resource_config,
-    qos_cgroup_configs,
-    qos_parent,
-)
 from kubeletapi.cgroups.stats import CgroupSample, CgroupSpec, CpuStats, DiskIOStats, MemoryStats
-from kubeletapi.cgroups.v1 import V1Writer
-from kubeletapi.cgroups.v2 import V2Writer, cpu_max_text
-from kubeletapi.cgroups.writers import CgroupFs, CgroupWriter, CpuThrottling, OsFs
+from kubeletapi.cgroups.units import MAX_SHARES, MIN_SHARES, cpu_shares_to_weight, cpu_shares_to_weight_runc
+from kubeletapi.cgroups.write_v1 import V1Writer
+from kubeletapi.cgroups.write_v2 import V2Writer, cpu_max_text
+from kubeletapi.cgroups.writers import CgroupFs, CgroupWriter, CpuThrottling, OsFs, ResourceConfig
 
 
 def new_writer(layout: CgroupLayout, fs: CgroupFs | None = None) -> CgroupWriter:
@@ -59,18 +36,14 @@ def new_writer(layout: CgroupLayout, fs: CgroupFs | None = None) -> CgroupWriter
 
 
 __all__ = [
-    "BEST_EFFORT_OOM_SCORE_ADJ",
-    "GUARANTEED_OOM_SCORE_ADJ",
     "MAX_SHARES",
     "MIN_SHARES",
-    "QUOTA_PERIOD",
     "CgroupFs",
     "CgroupLayout",
     "CgroupReader",
     "CgroupSample",
     "CgroupSpec",
     "CgroupWriter",
-    "ContainerResources",
     "CpuStats",
     "CpuThrottling",
     "DiskIOStats",
@@ -78,7 +51,6 @@ __all__ = [
     "MemoryStats",
     "OsFs",
     "OsReaderFs",
-    "QOSClass",
     "ReaderFs",
     "ResourceConfig",
     "V1Reader",
@@ -87,23 +59,11 @@ __all__ = [
     "V2Writer",
     "cgroup_dir",
     "cgroup_parts",
-    "container_cgroup_path",
-    "container_resource_config",
     "cpu_max_text",
     "cpu_shares_to_weight",
     "cpu_shares_to_weight_runc",
     "cpu_weight_to_shares",
     "detect",
-    "milli_cpu_to_quota",
-    "milli_cpu_to_shares",
     "new_reader",
     "new_writer",
-    "node_allocatable_config",
-    "oom_score_adj",
-    "pod_cgroup_name",
-    "pod_cgroup_path",
-    "pod_qos",
-    "pod_resource_config",
-    "qos_cgroup_configs",
-    "qos_parent",
 ]

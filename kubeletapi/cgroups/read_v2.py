@@ -35,8 +35,8 @@ from kubeletapi.cgroups.read_common import (
     value,
     working_set,
 )
-from kubeletapi.cgroups.resources import MAX_SHARES, MAX_WEIGHT, MIN_SHARES, MIN_WEIGHT
 from kubeletapi.cgroups.stats import CgroupSample, CgroupSpec, CpuStats, DiskIOStats, MemoryStats
+from kubeletapi.cgroups.units import MAX_SHARES, MAX_WEIGHT, MIN_SHARES, MIN_WEIGHT
 from kubeletapi.errors import InvalidInput
 from kubeletapi.procread import to_int
 

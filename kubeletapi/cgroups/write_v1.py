@@ -17,11 +17,11 @@ import errno
 from pathlib import Path
 
 from kubeletapi.cgroups.layout import V1_CONTROLLERS, CgroupLayout, Hierarchy, cgroup_dir, cgroup_parts
-from kubeletapi.cgroups.resources import ResourceConfig
 from kubeletapi.cgroups.writers import (
     BaseWriter,
     CgroupFs,
     CpuThrottling,
+    ResourceConfig,
     limit_text,
     read_file,
     read_int,

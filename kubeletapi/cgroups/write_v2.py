@@ -14,11 +14,12 @@ from contextlib import suppress
 from pathlib import Path
 
 from kubeletapi.cgroups.layout import CgroupLayout, cgroup_dir, cgroup_parts
-from kubeletapi.cgroups.resources import ResourceConfig, cpu_shares_to_weight
+from kubeletapi.cgroups.units import cpu_shares_to_weight
 from kubeletapi.cgroups.writers import (
     BaseWriter,
     CgroupFs,
     CpuThrottling,
+    ResourceConfig,
     limit_text,
     read_file,
     read_keyed,

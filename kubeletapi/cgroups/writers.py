@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Protocol
 
 from kubeletapi.cgroups.layout import CgroupLayout, cgroup_dir, cgroup_parts
-from kubeletapi.cgroups.resources import ResourceConfig
 from kubeletapi.errors import Conflict, InvalidInput, NotFound, Unavailable
 
 PROCS_FILE = "cgroup.procs"
@@ -26,6 +25,20 @@ _REJECTED = {errno.EINVAL, errno.ERANGE, errno.EOVERFLOW}
 # rmdir of a cgroup whose last task is still exiting fails with EBUSY for a moment (runc retries too).
 RMDIR_RETRIES = 5
 RMDIR_FIRST_DELAY = 0.01
+
+
+@dataclass(frozen=True)
+class ResourceConfig:
+    """Values to write to a cgroup. None (and, as runc reads them, 0) leaves the current value.
+
+    cpu_quota -1 and memory_limit / pids_limit below 0 mean unlimited (written as -1 or `max`).
+    """
+
+    cpu_shares: int | None = None
+    cpu_quota: int | None = None
+    cpu_period: int | None = None
+    memory_limit: int | None = None
+    pids_limit: int | None = None
 
 
 @dataclass(frozen=True)

@@ -13,16 +13,20 @@ pod sets pod-level resources (spec.resources), those decide alone.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Literal
+from enum import StrEnum
 
 from kubeletapi.api.core_v1 import Pod
 from kubeletapi.api.quantity import Quantity
 
-QOSClass = Literal["Guaranteed", "Burstable", "BestEffort"]
-GUARANTEED: QOSClass = "Guaranteed"
-BURSTABLE: QOSClass = "Burstable"
-BEST_EFFORT: QOSClass = "BestEffort"
 _QOS_RESOURCES = ("cpu", "memory")
+
+
+class QOSClass(StrEnum):
+    """A pod's quality-of-service class (v1.PodQOSClass); its value is the wire string."""
+
+    GUARANTEED = "Guaranteed"
+    BURSTABLE = "Burstable"
+    BEST_EFFORT = "BestEffort"
 
 
 def _accumulate(totals: dict[str, Decimal], resources: dict[str, Quantity]) -> set[str]:
@@ -46,7 +50,7 @@ def qos_class(pod: Pod) -> QOSClass:
         if not set(_QOS_RESOURCES) <= _accumulate(limits, resources.limits):
             guaranteed = False
     if not requests and not limits:
-        return BEST_EFFORT
+        return QOSClass.BEST_EFFORT
     if guaranteed and requests.keys() == limits.keys() and all(limits[n] == v for n, v in requests.items()):
-        return GUARANTEED
-    return BURSTABLE
+        return QOSClass.GUARANTEED
+    return QOSClass.BURSTABLE

@@ -19,12 +19,13 @@ from prometheus_client import CollectorRegistry
 
 from kubeletapi import nodeinfo
 from kubeletapi.aio import cancel_and_wait
+from kubeletapi.api.core_v1 import PodList
 from kubeletapi.clock import Clock, RealClock
 from kubeletapi.config import KubeletConfiguration, NodeOptions, redacted
 from kubeletapi.errors import KubeletError
 from kubeletapi.health import HealthCheck, LogFlushMonitor, PingCheck, SyncLoopCheck
 from kubeletapi.kubelet import streams
-from kubeletapi.kubelet.pods import PodServices
+from kubeletapi.kubelet.pods import PodWiring
 from kubeletapi.kubelet.security import SecurityWiring, tls_files
 from kubeletapi.kubelet.stats import StatsServices
 from kubeletapi.metrics.kubelet import KubeletMetrics
@@ -55,7 +56,7 @@ class Kubelet:
         self.node_ips = nodeinfo.node_ips(opts.node_ip)
         self.pki: NodePKI | None = None
         self.listeners: dict[str, Listener] = {}
-        self.pods: PodServices | None = None
+        self.pods: PodWiring | None = None
         self._security = SecurityWiring(self.cfg, opts, self.clock)
         self._tasks: list[asyncio.Task[None]] = []
         self._sync_entry = 0.0
@@ -96,38 +97,38 @@ class Kubelet:
         return self._stats().summary(only_cpu_and_memory)
 
     def pod_list(self) -> Mapping[str, Any]:
-        return self._pods().pod_list()
+        return PodList(items=self._pods().manager.pods()).to_wire()
 
     def running_pods(self) -> Mapping[str, Any]:
-        return self._pods().running_pods()
+        return self._pods().queries.running_pods().to_wire()
 
     def manifests(self) -> Mapping[str, Any]:
-        return self._pods().manifests()
+        return {"items": [r.to_wire() for r in self._pods().manager.manifests()]}
 
     async def container_logs(
         self, namespace: str, pod: str, container: str, opts: PodLogOptions
     ) -> AsyncIterator[bytes]:
-        return await self._pods().container_logs(namespace, pod, container, opts, self.clock)
+        return await self._pods().access.logs(namespace, pod, container, opts)
 
     async def run_in_container(
         self, namespace: str, pod: str, uid: str | None, container: str, cmd: Sequence[str]
     ) -> bytes:
-        return await self._pods().run_in_container(namespace, pod, uid, container, cmd)
+        return await self._pods().access.run(namespace, pod, uid, container, cmd)
 
     async def container_streams(
         self, namespace: str, pod: str, uid: str | None, container: str
     ) -> ContainerStreams:
         pods = self._pods()
-        return await streams.container_streams(pods, pods.streamer, namespace, pod, uid, container)
+        return streams.container_streams(pods.queries, pods.streamer, namespace, pod, uid, container)
 
     async def pod_ports(self, namespace: str, pod: str, uid: str | None) -> PodPorts:
         pods = self._pods()
-        return await streams.pod_ports(pods, pods.streamer, namespace, pod, uid)
+        return streams.pod_ports(pods.queries, pods.streamer, namespace, pod, uid)
 
     def streaming_idle_timeout(self) -> float:
         return self.cfg.streaming_connection_idle_timeout.seconds
 
-    def _pods(self) -> PodServices:
+    def _pods(self) -> PodWiring:
         assert self.pods is not None, "the agent is not started"
         return self.pods
 
@@ -140,8 +141,8 @@ class Kubelet:
         """Build, bind and serve everything; on failure nothing is left running."""
         try:
             metrics = PodMetrics(self._registries["metrics"])
-            self.pods = PodServices(self.cfg, self.opts, self.node_name, str(self.node_ips[0]), self.clock, metrics)
-            self._registries["metrics"].register(LogUsageCollector(self.pods.log_dirs))
+            self.pods = PodWiring(self.cfg, self.opts, self.node_name, str(self.node_ips[0]), self.clock, metrics)
+            self._registries["metrics"].register(LogUsageCollector(self.pods.inventory.log_dirs))
             self.stats = StatsServices(self.cfg, self.opts, self.node_name, self.clock, self.pods)
             if self.stats.sink is not None:
                 self._registries["metrics"].register(SinkCollector(self.stats.sink.counts))

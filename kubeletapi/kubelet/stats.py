@@ -13,12 +13,13 @@ from kubeletapi import __version__
 from kubeletapi.api.stats_v1alpha1 import Summary
 from kubeletapi.cgroups import detect, new_reader
 from kubeletapi.cgroups.read_common import CgroupReader
-from kubeletapi.cgroups.resources import QOSClass, qos_parent
 from kubeletapi.clock import Clock
+from kubeletapi.cm.cgroupnames import qos_parent
+from kubeletapi.cm.qos import QOSClass
 from kubeletapi.config import KubeletConfiguration, NodeOptions
 from kubeletapi.errors import KubeletError
 from kubeletapi.kubelet.cristats import CRIStatsSource
-from kubeletapi.kubelet.pods import PodServices
+from kubeletapi.kubelet.pods import PodWiring
 from kubeletapi.metrics.cadvisor import render_cadvisor
 from kubeletapi.metrics.resource import render_resource
 from kubeletapi.sinks.influxdb import InfluxWriter
@@ -42,7 +43,7 @@ def _reader() -> CgroupReader | None:
 
 class StatsServices:
     def __init__(self, cfg: KubeletConfiguration, opts: NodeOptions, node_name: str, clock: Clock,
-                 pods: PodServices) -> None:
+                 pods: PodWiring) -> None:
         node = pods.node
         config = CollectorConfig(
             node_name=node_name,
@@ -60,7 +61,7 @@ class StatsServices:
 
         self.collector = Collector(config, _reader(), now_ns)
         self._cache = RenderCache(clock.monotonic)
-        self.housekeeper = Housekeeper(self.collector, pods, clock, opts.housekeeping_interval.seconds,
+        self.housekeeper = Housekeeper(self.collector, pods.inventory, clock, opts.housekeeping_interval.seconds,
                                        cfg.volume_stats_agg_period.seconds or 60.0, self._prepare,
                                        CRIStatsSource(pods.cri, now_ns) if pods.cri is not None else None)
         self.sink: InfluxSink | None = None

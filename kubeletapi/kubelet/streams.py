@@ -19,8 +19,7 @@ from dataclasses import dataclass
 
 from kubeletapi.api.core_v1 import Pod
 from kubeletapi.errors import NotFound, Unavailable
-from kubeletapi.kubelet.pods import PodServices
-from kubeletapi.runtime import types as rt
+from kubeletapi.pods.queries import PodQueries
 from kubeletapi.runtime.streaming import Streamer, StreamOptions, StreamSession
 from kubeletapi.streaming.gofmt import go_quote
 from kubeletapi.streaming.targets import ContainerStreams, PodPorts
@@ -47,38 +46,29 @@ class _Sandbox:
         return await self.streamer.port_forward(self.sandbox_id, port)
 
 
-def _pod(pods: PodServices, namespace: str, name: str) -> Pod:
-    pod = pods.manager.find(namespace, name)
+def _pod(queries: PodQueries, namespace: str, name: str, uid: str | None, mismatch: str) -> Pod:
+    pod = queries.find(namespace, name)
     if pod is None:
         raise NotFound("pod does not exist")
+    if uid and pod.metadata.uid != uid:
+        raise NotFound(mismatch)
     return pod
 
 
-async def _sandboxes(pods: PodServices, pod: Pod) -> list[rt.Sandbox]:
-    return [s for s in await pods.runtime.list_pod_sandboxes() if s.meta.uid == pod.metadata.uid]
-
-
-async def container_streams(pods: PodServices, streamer: Streamer, namespace: str, pod_name: str,
-                            uid: str | None, container: str) -> ContainerStreams:
+def container_streams(queries: PodQueries, streamer: Streamer, namespace: str, pod_name: str,
+                      uid: str | None, container: str) -> ContainerStreams:
     """The pod's running container named `container` (its newest instance)."""
-    pod = _pod(pods, namespace, pod_name)
-    if uid and pod.metadata.uid != uid:
-        raise NotFound("pod does not exist")
-    sandboxes = {s.id for s in await _sandboxes(pods, pod)}
-    running = [c for c in await pods.runtime.list_containers()
-               if c.sandbox_id in sandboxes and c.name == container and c.state is rt.ContainerState.RUNNING]
-    if not running:
+    pod = _pod(queries, namespace, pod_name, uid, "pod does not exist")
+    running = queries.running_container(pod.metadata.uid, container)
+    if running is None:
         raise Unavailable(f"container not found ({go_quote(container)})")
-    return _Container(streamer, max(running, key=lambda c: c.attempt).id)
+    return _Container(streamer, running.id)
 
 
-async def pod_ports(pods: PodServices, streamer: Streamer, namespace: str, pod_name: str,
-                    uid: str | None) -> PodPorts:
+def pod_ports(queries: PodQueries, streamer: Streamer, namespace: str, pod_name: str, uid: str | None) -> PodPorts:
     """The pod's ready sandbox (the newest)."""
-    pod = _pod(pods, namespace, pod_name)
-    if uid and pod.metadata.uid != uid:
-        raise NotFound("pod not found")
-    ready = [s for s in await _sandboxes(pods, pod) if s.state is rt.SandboxState.READY]
-    if not ready:
+    pod = _pod(queries, namespace, pod_name, uid, "pod not found")
+    sandbox = queries.ready_sandbox(pod.metadata.uid)
+    if sandbox is None:
         raise Unavailable(f"pod not found ({go_quote(f'{pod_name}_{namespace}')})")
-    return _Sandbox(streamer, max(ready, key=lambda s: s.created_at).id)
+    return _Sandbox(streamer, sandbox.id)

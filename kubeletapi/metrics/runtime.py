@@ -59,8 +59,8 @@ class InstrumentedRuntime:
     async def remove_pod_sandbox(self, sandbox_id: str) -> None:
         await self._call("remove_podsandbox", self.inner.remove_pod_sandbox(sandbox_id))
 
-    async def list_pod_sandboxes(self) -> Sequence[Sandbox]:
-        return await self._call("list_podsandbox", self.inner.list_pod_sandboxes())
+    async def list_pod_sandboxes(self, pod_uid: str | None = None) -> Sequence[Sandbox]:
+        return await self._call("list_podsandbox", self.inner.list_pod_sandboxes(pod_uid))
 
     async def create_container(self, sandbox_id: str, config: ContainerConfig) -> str:
         return await self._call("create_container", self.inner.create_container(sandbox_id, config))
@@ -74,8 +74,8 @@ class InstrumentedRuntime:
     async def remove_container(self, container_id: str) -> None:
         await self._call("remove_container", self.inner.remove_container(container_id))
 
-    async def list_containers(self) -> Sequence[ContainerStatus]:
-        return await self._call("list_containers", self.inner.list_containers())
+    async def list_containers(self, pod_uid: str | None = None) -> Sequence[ContainerStatus]:
+        return await self._call("list_containers", self.inner.list_containers(pod_uid))
 
     async def container_status(self, container_id: str) -> ContainerStatus:
         return await self._call("container_status", self.inner.container_status(container_id))

@@ -21,15 +21,10 @@ from collections.abc import Mapping
 from kubeletapi.api.core_v1 import Container, EnvVar, Pod
 from kubeletapi.api.expansion import expand
 from kubeletapi.api.quantity import Quantity
-from kubeletapi.cgroups.resources import (
-    ContainerResources,
-    QOSClass,
-    container_resource_config,
-    oom_score_adj,
-)
+from kubeletapi.cm.oom import oom_score_adj
+from kubeletapi.cm.resources import PodResources, container_resource_config
 from kubeletapi.errors import InvalidInput
 from kubeletapi.pods.node import NodeEnv
-from kubeletapi.pods.qos import qos_class
 from kubeletapi.runtime import types as rt
 
 _FIELD_INDEX = re.compile(r"^metadata\.(labels|annotations)\['(.+)'\]$")
@@ -117,26 +112,11 @@ def mounts(container: Container, volumes: Mapping[str, rt.Mount]) -> tuple[rt.Mo
     return tuple(out)
 
 
-def quantities(container: Container) -> ContainerResources:
-    req, lim = container.resources.requests, container.resources.limits
-
-    def milli(q: Quantity | None) -> int | None:
-        return q.milli_value() if q is not None else None
-
-    def value(q: Quantity | None) -> int | None:
-        return q.value() if q is not None else None
-
-    return ContainerResources(
-        cpu_request=milli(req.get("cpu")), cpu_limit=milli(lim.get("cpu")),
-        memory_request=value(req.get("memory")), memory_limit=value(lim.get("memory")),
-    )
-
-
-def resources(pod: Pod, container: Container, node: NodeEnv) -> rt.Resources:
-    amounts = quantities(container)
+def resources(container: Container, pod: PodResources, node: NodeEnv) -> rt.Resources:
+    """The container's cgroup values and oom_score_adj, from the pod's figures (computed once)."""
+    amounts = pod.containers[container.name]
     cfg = container_resource_config(amounts, cfs_quota_enabled=node.cfs_quota)
-    qos = QOSClass(qos_class(pod))
-    adj = oom_score_adj(qos, amounts.defaulted().memory_request or 0, node.memory_capacity or 1)
+    adj = oom_score_adj(pod.qos, amounts.defaulted().memory_request or 0, node.memory_capacity or 1)
     return rt.Resources(
         cpu_shares=cfg.cpu_shares, cpu_quota=cfg.cpu_quota, cpu_period=cfg.cpu_period,
         memory_limit=cfg.memory_limit, oom_score_adj=adj,
@@ -144,9 +124,11 @@ def resources(pod: Pod, container: Container, node: NodeEnv) -> rt.Resources:
 
 
 def container_config(
-    pod: Pod, container: Container, attempt: int, kind: str, node: NodeEnv, volumes: Mapping[str, rt.Mount]
+    pod: Pod, container: Container, attempt: int, kind: str, node: NodeEnv, volumes: Mapping[str, rt.Mount],
+    pod_resources: PodResources,
 ) -> rt.ContainerConfig:
-    """The runtime config of attempt `attempt` of `container` (kind "init" or "app")."""
+    """The runtime config of attempt `attempt` of `container` (kind "init" or "app"); the pod's
+    resource figures are computed once per sync (cm.resources.pod_resources)."""
     env = environment(pod, container, node)
     env_map = dict(env)
     spec_command = tuple(expand(part, env_map) for part in container.command)
@@ -160,7 +142,7 @@ def container_config(
         name=container.name, attempt=attempt, image=container.image, command=command,
         working_dir=container.working_dir, envs=tuple(env), mounts=mounts(container, volumes),
         log_path=f"{container.name}/{attempt}.log", stdin=container.stdin, stdin_once=container.stdin_once,
-        tty=container.tty, resources=resources(pod, container, node),
+        tty=container.tty, resources=resources(container, pod_resources, node),
         labels={rt.POD_NAME: meta.name, rt.POD_NAMESPACE: meta.namespace, rt.POD_UID: meta.uid,
                 rt.CONTAINER_NAME: container.name},
         annotations={rt.CONTAINER_HASH: container_hash(container), rt.RESTART_COUNT: str(attempt),

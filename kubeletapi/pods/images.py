@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -121,7 +120,7 @@ class ImageManager:
             return ImageResult(reason=IMAGE_PULL_BACKOFF, message=message, retry_s=remaining)
         self._last_error.pop(key, None)
         log.info("Pulling image %s", _quote(image))
-        began = time.monotonic()
+        began = self._clock.monotonic()
         try:
             if self._slots is None:
                 ref = await self._images.pull_image(spec_image, sandbox)
@@ -135,7 +134,7 @@ class ImageManager:
             reason, message = _pull_error(image, str(exc))
             self._last_error[key] = f"{reason}: {message}"
             return ImageResult(reason=reason, message=message, retry_s=self._backoff.current(key))
-        log.info("Successfully pulled image %s in %.3fs", _quote(image), time.monotonic() - began)
+        log.info("Successfully pulled image %s in %.3fs", _quote(image), self._clock.monotonic() - began)
         return ImageResult(ref=ref)
 
     def forget(self, pod_uid: str) -> None:

@@ -9,6 +9,7 @@
   source has spoken, runtime pods that no source defines are killed (orphans).
 - Probes: an admitted pod's probe workers start with its pod worker and stop when it is killed;
   a changed probe result pokes the pod's worker (poke), which syncs it (status, liveness kills).
+- Statuses are the syncer's, in the status store; pods() joins them to the admitted specs.
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from kubeletapi.api.core_v1 import Container, ObjectMeta, Pod, PodSpec, PodStatus
+from kubeletapi.api.core_v1 import Container, ObjectMeta, Pod, PodSpec
 from kubeletapi.clock import Clock
+from kubeletapi.cm.qos import qos_class
 from kubeletapi.pods.loggc import LogGC
 from kubeletapi.pods.pleg import PLEG
-from kubeletapi.pods.qos import qos_class
 from kubeletapi.pods.sources import ManifestResult, PodUpdate
 from kubeletapi.pods.status import rejected_status
+from kubeletapi.pods.statusstore import StatusStore
 from kubeletapi.pods.sync import PodSyncer
 from kubeletapi.pods.workers import PodWorkers
 from kubeletapi.runtime import types as rt
@@ -72,6 +74,7 @@ class PodManager:
         self,
         syncer: PodSyncer,
         pleg: PLEG,
+        statuses: StatusStore,
         clock: Clock,
         max_pods: int,
         sources: Sequence[str],
@@ -85,11 +88,11 @@ class PodManager:
         self._max_pods = max_pods
         self._pending_sources = set(sources)
         self._observer = observer
-        self._workers: PodWorkers[Pod] = PodWorkers(syncer.sync, syncer.kill, on_done=self._worker_done)
+        self._workers: PodWorkers[Pod] = PodWorkers(syncer.sync, syncer.kill, clock, on_done=self._worker_done)
         self._snapshots: dict[str, PodUpdate] = {}
         self._desired: dict[str, Pod] = {}  # uid -> admitted pod
         self._rejected: dict[str, Pod] = {}  # uid -> pod refused at admission (shown as Failed)
-        self._statuses: dict[str, PodStatus] = {}
+        self._statuses = statuses
         self._manifests: list[ManifestRecord] = []
         self._killing: dict[str, Pod] = {}
         self._orphans_killing: set[str] = set()
@@ -190,7 +193,6 @@ class PodManager:
         if pod is not None:
             self._killing[uid] = pod
         self._workers.kill(uid)
-        self._statuses.pop(uid, None)
         if self._probes is not None:
             self._probes.remove_pod(uid)
 
@@ -206,17 +208,6 @@ class PodManager:
         if uid in self._desired and uid not in self._killing:
             self._workers.poke(uid)
 
-    def status(self, uid: str) -> PodStatus | None:
-        """The latest status published for an admitted pod (what probe workers read)."""
-        return self._statuses.get(uid)
-
-    def publish(self, uid: str, status: PodStatus | None) -> None:
-        """The syncer's latest status of a pod (None once it is gone)."""
-        if status is None or uid not in self._desired:
-            self._statuses.pop(uid, None)
-        else:
-            self._statuses[uid] = status
-
     # --- housekeeping --------------------------------------------------------------------------
     async def housekeeping(self) -> None:
         events = await self._pleg.relist()
@@ -227,12 +218,14 @@ class PodManager:
             self._kill_orphans()
         self._ticks += 1
         if self._log_gc is not None and self._ticks % GC_EVERY == 0:
-            live = set(self._desired) | set(self._killing) | set(self._pleg.cache)
+            live = set(self._desired) | set(self._killing) | {uid for uid, _ in self._pleg.cache.items()}
             await asyncio.to_thread(self._log_gc.collect, live)
 
     def _kill_orphans(self) -> None:
-        for uid, record in self._pleg.cache.items():
+        for uid, record in list(self._pleg.cache.items()):
             if uid in self._desired or uid in self._killing or uid in self._orphans_killing or not uid:
+                continue
+            if not record.sandboxes and not record.containers:
                 continue
             pod = self._orphan_pod(uid, record.sandboxes, record.containers)
             log.info("killing runtime pod %s/%s (%s): no source defines it", pod.metadata.namespace,
@@ -267,12 +260,14 @@ class PodManager:
     def manifests(self) -> list[ManifestRecord]:
         return list(self._manifests)
 
+    def spec(self, uid: str) -> Pod | None:
+        """The admitted pod with that UID (its spec; no status)."""
+        return self._desired.get(uid)
+
     def find(self, namespace: str, name: str) -> Pod | None:
-        for pod in self.pods():
+        """The admitted (or refused) pod of that name, without its status."""
+        for pod in (*self._desired.values(), *self._rejected.values()):
             if pod.metadata.namespace == namespace and pod.metadata.name == name:
                 return pod
         return None
-
-    def runtime_view(self) -> dict[str, tuple[Sequence[rt.Sandbox], Sequence[rt.ContainerStatus]]]:
-        return {uid: (r.sandboxes, r.containers) for uid, r in self._pleg.cache.items()}
 

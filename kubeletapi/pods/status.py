@@ -35,7 +35,7 @@ from kubeletapi.api.core_v1 import (
     PodIP,
     PodStatus,
 )
-from kubeletapi.pods.qos import qos_class
+from kubeletapi.cm.qos import qos_class
 from kubeletapi.runtime import types as rt
 
 CONTAINER_ID_SCHEME = "process"

@@ -5,11 +5,15 @@ or restart app containers per restartPolicy with CrashLoopBackOff; restart a run
 whose spec hash changed; kill a running container whose liveness or startup probe failed (the
 probe's terminationGracePeriodSeconds, else the pod's) and restart it unless the policy is Never,
 through the same back-off; keep one exited instance per container (lastState, `previous` logs);
-publish the pod's status. Before a container is created its image is ensured by its pull policy
-(images.ImageManager: ErrImagePull, ImagePullBackOff...). Returns when it wants to run again (a
-back-off ending).
-kill: preStop hooks, SIGTERM, SIGKILL at the grace period's end (containers in parallel), then
-remove containers, sandbox, cgroups and volumes; logs stay for the log GC.
+write the pod's status to the status store. Before a container is created its image is ensured
+by its pull policy (images.ImageManager: ErrImagePull, ImagePullBackOff...). Returns when it wants
+to run again (a back-off ending).
+What the runtime has comes from the pod cache (PodRecords): a sync that changed the runtime
+marks it, and its status, and the next sync, read a record listed after that mark, so a change
+is never missed and a container never started twice; a sync that changed nothing lists nothing.
+The pod's QoS class and resources are computed once per sync (cm.resources.pod_resources).
+kill: stop every running container (stopping.py: preStop, SIGTERM, SIGKILL at the grace period's
+end; in parallel), then remove containers, sandbox, cgroups and volumes; logs stay for the log GC.
 """
 
 from __future__ import annotations
@@ -17,30 +21,31 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Protocol
 
-from kubeletapi.api.core_v1 import Container, Pod, PodStatus
-from kubeletapi.cgroups.resources import QOSClass, pod_cgroup_path, pod_resource_config
+from kubeletapi.api.core_v1 import Container, Pod
 from kubeletapi.clock import Clock
+from kubeletapi.cm.cgroupnames import pod_cgroup_path
+from kubeletapi.cm.resources import PodResources, pod_resources
 from kubeletapi.config.durations import Duration
 from kubeletapi.errors import InvalidInput, KubeletError, Unavailable
 from kubeletapi.pods.backoff import Backoff
-from kubeletapi.pods.containers import container_config, container_hash, quantities
+from kubeletapi.pods.containers import container_config, container_hash
 from kubeletapi.pods.images import ImageManager
 from kubeletapi.pods.lifecycle import run_hook
 from kubeletapi.pods.node import NodeEnv
-from kubeletapi.pods.qos import qos_class
+from kubeletapi.pods.podcache import PodRecord
 from kubeletapi.pods.status import CONTAINER_ID_SCHEME, ContainerProbes, PodView, ProbeView, pod_status
+from kubeletapi.pods.statusstore import StatusStore
+from kubeletapi.pods.stopping import ContainerStopper, grace_period
 from kubeletapi.pods.volumes import PodVolumes, VolumeError
 from kubeletapi.runtime import types as rt
 from kubeletapi.runtime.interface import Runtime
 
 log = logging.getLogger(__name__)
 
-MIN_GRACE_S = 2.0  # the kubelet's minimumGracePeriodInSeconds
 CONFIG_RETRY_S = 10.0
 RUNTIME_RETRY_S = 2.0  # the runtime is unreachable: try again soon (it is usually restarting)
 HOOK_TIMEOUT_S = 120.0
@@ -60,6 +65,18 @@ class SyncObserver(Protocol):
     def container_started(self, kind: str) -> None: ...
 
 
+class PodRecords(Protocol):
+    """The pod cache as a sync reads it (pleg.PLEG)."""
+
+    def mark(self) -> int:
+        """A sequence number newer than every listing begun so far."""
+        ...
+
+    async def pod_record(self, uid: str, newer_than: int) -> PodRecord:
+        """The pod's sandboxes and containers as listed after `newer_than`."""
+        ...
+
+
 class Probes(ContainerProbes, Protocol):
     """Probe results the syncer acts on (kubeletapi.prober.ProbeManager)."""
 
@@ -73,12 +90,13 @@ class _PodState:
     first_seen: float
     start_time: dt.datetime | None = None
     waiting: dict[str, tuple[str, str]] = field(default_factory=dict)
-    status: PodStatus | None = None
     reported_running: bool = False
     synced: bool = False
     # container id -> (reason, message) of an instance killed for a failed probe
     killed: dict[str, tuple[str, str]] = field(default_factory=dict)
     runtime_down: bool = False  # the last sync could not reach the runtime (logged once)
+    changing: bool = False  # this sync called the runtime to change the pod
+    changed: int = 0  # the pod cache's mark after the last sync that changed the pod
 
 
 def should_restart(policy: str, exit_code: int) -> bool:
@@ -97,7 +115,8 @@ class PodSyncer:
         clock: Clock,
         backoff: Backoff,
         volumes: PodVolumes,
-        publish: Callable[[str, PodStatus | None], None],
+        records: PodRecords,
+        statuses: StatusStore,
         observer: SyncObserver | None = None,
         probes: Probes | None = None,
         images: ImageManager | None = None,
@@ -107,10 +126,12 @@ class PodSyncer:
         self._clock = clock
         self._backoff = backoff
         self._volumes = volumes
-        self._publish = publish
+        self._records = records
+        self._statuses = statuses
         self._observer = observer
         self._probes = probes
         self._images = images if images is not None else ImageManager(runtime, clock)
+        self._stopper = ContainerStopper(runtime, clock, node.node_ip)
         self._pods: dict[str, _PodState] = {}
         # The scheme of container ids in statuses: the runtime's name (containerd://<id>), set by
         # the wiring once the runtime has answered Version.
@@ -120,41 +141,53 @@ class PodSyncer:
     async def sync(self, pod: Pod) -> float | None:
         uid = pod.metadata.uid
         state = self._pods.setdefault(uid, _PodState(first_seen=self._clock.now()))
-        began = time.perf_counter()
+        began = self._clock.monotonic()
         state.waiting = {}
         try:
-            requeue = await self._sync(pod, state)
+            try:
+                requeue = await self._sync(pod, state)
+            finally:
+                self._mark_changed(state)
             await self._report(pod, state)
         except Unavailable as exc:
             self._runtime_down(pod, state, exc)
             return RUNTIME_RETRY_S
         if self._observer is not None:
-            self._observer.pod_synced("sync" if state.synced else "create", time.perf_counter() - began)
+            self._observer.pod_synced("sync" if state.synced else "create", self._clock.monotonic() - began)
         state.synced = True
         return requeue
 
+    def _mark_changed(self, state: _PodState) -> None:
+        """After the runtime calls of a sync that changed the pod (even failed ones): whatever
+        reads the pod next wants a listing begun after them."""
+        if state.changing:
+            state.changed = self._records.mark()
+            state.changing = False
+
     async def _sync(self, pod: Pod, state: _PodState) -> float | None:
-        sandboxes, containers = await self._runtime_view(pod.metadata.uid)
+        record = await self._records.pod_record(pod.metadata.uid, state.changed)
+        sandboxes, containers = record.sandboxes, record.containers
         ready = [s for s in sandboxes if s.state is rt.SandboxState.READY]
         try:
             volumes = self._volumes.setup(pod)
         except VolumeError as exc:
             self._wait_all(pod, state, "ContainerCreating", str(exc))
             return CONFIG_RETRY_S
+        sandbox_attempt = ready[0].meta.attempt if ready else len(sandboxes)
+        ctx = _SyncContext(pod, "", PodView.of(sandboxes, containers), volumes, state, self._node, sandbox_attempt)
         if ready:
-            sandbox_id, sandbox_attempt = ready[0].id, ready[0].meta.attempt
+            ctx.sandbox_id = ready[0].id
         else:
-            sandbox_attempt = len(sandboxes)
-            sandbox_id = await self._runtime.run_pod_sandbox(self._sandbox_config(pod, sandbox_attempt))
-            state.start_time = state.start_time or dt.datetime.now(dt.UTC).replace(microsecond=0)
+            state.changing = True
+            ctx.sandbox_id = await self._runtime.run_pod_sandbox(ctx.sandbox)
+            state.start_time = state.start_time or self._now()
             if self._observer is not None:
                 self._observer.pod_started(True, len(pod.spec.all_containers()))
-        view = PodView.of(sandboxes, containers)
-        ctx = _SyncContext(pod, sandbox_id, view, volumes, state, sandbox_attempt)
+        view = ctx.view
         requeue = await self._sync_init(ctx)
         if ctx.init_done:
             requeue = _earliest(requeue, await self._sync_app(ctx))
-        await self._gc_instances(view)
+        await self._gc_instances(view, state)
         return requeue
 
     async def _sync_init(self, ctx: _SyncContext) -> float | None:
@@ -183,7 +216,8 @@ class PodSyncer:
             elif latest.state is rt.ContainerState.RUNNING:
                 if latest.annotations.get(rt.CONTAINER_HASH) != container_hash(container):
                     log.info("container %s of pod %s changed: restarting it", container.name, ctx.pod.metadata.name)
-                    await self._stop(ctx.pod, container, latest, "the container spec changed")
+                    ctx.state.changing = True
+                    await self._stopper.stop(ctx.pod, container, latest, "the container spec changed")
                     requeue = _earliest(requeue, await self._start(ctx, container, latest.attempt + 1, "app"))
                 elif (failed := self._probe_failure(ctx.pod, container, latest)) is not None:
                     requeue = _earliest(requeue, await self._kill_unhealthy(ctx, container, latest, *failed))
@@ -214,7 +248,8 @@ class PodSyncer:
         probe = container.liveness_probe if kind == "liveness" else container.startup_probe
         override = probe.termination_grace_period_seconds if probe is not None else None
         ctx.state.killed[latest.id] = (UNHEALTHY, message)
-        await self._stop(ctx.pod, container, latest, message, override)
+        ctx.state.changing = True
+        await self._stopper.stop(ctx.pod, container, latest, message, override)
         if not restart:
             return None
         try:
@@ -242,13 +277,14 @@ class PodSyncer:
         return await self._start(ctx, container, latest.attempt + 1, kind)
 
     async def _start(self, ctx: _SyncContext, container: Container, attempt: int, kind: str) -> float | None:
-        sandbox = self._sandbox_config(ctx.pod, ctx.sandbox_attempt)
-        image = await self._images.ensure(ctx.pod.metadata.uid, container.image, container.image_pull_policy, sandbox)
+        image = await self._images.ensure(ctx.pod.metadata.uid, container.image, container.image_pull_policy,
+                                          ctx.sandbox)
         if not image.ok:  # ErrImagePull, ImagePullBackOff...: retry when the back-off ends
             ctx.state.waiting[container.name] = (image.reason, image.message)
             return image.retry_s if image.retry_s is not None else CONFIG_RETRY_S
         try:
-            config = container_config(ctx.pod, container, attempt, kind, self._node, ctx.volumes)
+            config = container_config(ctx.pod, container, attempt, kind, self._node, ctx.volumes, ctx.resources)
+            ctx.state.changing = True
             container_id = await self._runtime.create_container(ctx.sandbox_id, config)
         except InvalidInput as exc:
             ctx.state.waiting[container.name] = ("CreateContainerConfigError", str(exc))
@@ -266,6 +302,7 @@ class PodSyncer:
     async def _start_created(
         self, ctx: _SyncContext, container: Container, container_id: str, kind: str
     ) -> float | None:
+        ctx.state.changing = True
         try:
             await self._runtime.start_container(container_id)
         except KubeletError as exc:
@@ -278,33 +315,15 @@ class PodSyncer:
             error = await run_hook(hook, self._runtime, container_id, container, self._node.node_ip, HOOK_TIMEOUT_S)
             if error is not None:
                 log.warning("postStart hook of %s/%s failed: %s", ctx.pod.metadata.name, container.name, error)
-                await self._runtime.stop_container(container_id, self._grace(ctx.pod))
+                await self._runtime.stop_container(container_id, grace_period(ctx.pod))
         return None
 
-    async def _stop(
-        self, pod: Pod, container: Container | None, status: rt.ContainerStatus, why: str,
-        grace_override: int | None = None,
-    ) -> None:
-        """preStop (with the grace period), then SIGTERM and SIGKILL at the deadline."""
-        grace = self._grace(pod) if grace_override is None else max(float(grace_override), MIN_GRACE_S)
-        deadline = time.monotonic() + grace
-        hook = container.lifecycle.pre_stop if container is not None and container.lifecycle else None
-        if hook is not None and container is not None:
-            error = await run_hook(hook, self._runtime, status.id, container, self._node.node_ip, grace)
-            if error is not None:
-                log.warning("preStop hook of %s/%s failed: %s", pod.metadata.name, container.name, error)
-        log.info("stopping container %s of pod %s (%s)", status.name, pod.metadata.name, why)
-        await self._runtime.stop_container(status.id, max(deadline - time.monotonic(), 0.0))
-
-    def _grace(self, pod: Pod) -> float:
-        grace = pod.spec.termination_grace_period_seconds
-        return max(float(30 if grace is None else grace), MIN_GRACE_S)
-
-    async def _gc_instances(self, view: PodView) -> None:
+    async def _gc_instances(self, view: PodView, state: _PodState) -> None:
         """Keep the newest instance and one exited instance before it (the kubelet keeps 1)."""
         for instances in view.instances.values():
             for old in instances[2:]:
                 if old.state is rt.ContainerState.EXITED:
+                    state.changing = True
                     try:
                         await self._runtime.remove_container(old.id)
                     except KubeletError as exc:
@@ -314,33 +333,6 @@ class PodSyncer:
         for container in pod.spec.all_containers():
             state.waiting[container.name] = (reason, message)
 
-    def _sandbox_config(self, pod: Pod, attempt: int) -> rt.SandboxConfig:
-        meta = pod.metadata
-        qos = QOSClass(qos_class(pod))
-        parent = ""
-        if self._node.isolated:
-            parent = pod_cgroup_path(self._node.cgroup_root, qos, meta.uid)
-        amounts = [quantities(c) for c in pod.spec.containers]
-        inits = [quantities(c) for c in pod.spec.init_containers]
-        cfg = pod_resource_config(amounts, inits, qos=qos, pod_pids_limit=self._node.pod_pids_limit,
-                                  cfs_quota_enabled=self._node.cfs_quota)
-        return rt.SandboxConfig(
-            meta=rt.PodMeta(meta.name, meta.namespace, meta.uid, attempt),
-            hostname=pod.spec.hostname or meta.name[:63],
-            log_directory=str(self._node.pod_log_dir(meta.namespace, meta.name, meta.uid)),
-            cgroup_parent=parent,
-            resources=rt.Resources(cpu_shares=cfg.cpu_shares, cpu_quota=cfg.cpu_quota, cpu_period=cfg.cpu_period,
-                                   memory_limit=cfg.memory_limit, pids_limit=cfg.pids_limit),
-            labels={rt.POD_NAME: meta.name, rt.POD_NAMESPACE: meta.namespace, rt.POD_UID: meta.uid},
-            annotations=dict(meta.annotations),
-        )
-
-    async def _runtime_view(self, uid: str) -> tuple[list[rt.Sandbox], list[rt.ContainerStatus]]:
-        sandboxes = [s for s in await self._runtime.list_pod_sandboxes() if s.meta.uid == uid]
-        ids = {s.id for s in sandboxes}
-        containers = [c for c in await self._runtime.list_containers() if c.sandbox_id in ids]
-        return sandboxes, containers
-
     def _runtime_down(self, pod: Pod, state: _PodState, exc: Unavailable) -> None:
         """The runtime cannot be reached: a pod already reported keeps its last status (its
         containers run on, unseen); a new one shows its containers waiting on the runtime."""
@@ -348,26 +340,25 @@ class PodSyncer:
             log.warning("pod %s/%s: waiting on the container runtime: %s", pod.metadata.namespace,
                         pod.metadata.name, exc)
         state.runtime_down = True
-        if state.status is not None and state.status.container_statuses:
+        previous = self._statuses.get(pod.metadata.uid)
+        if previous is not None and previous.container_statuses:
             return
         self._wait_all(pod, state, "ContainerCreating", str(exc))
-        now = dt.datetime.fromtimestamp(self._clock.now(), dt.UTC)
-        state.status = pod_status(pod, PodView.of([], []), state.waiting, self._node.node_ip, state.start_time,
-                                  state.status, now, scheme=self.id_scheme)
-        self._publish(pod.metadata.uid, state.status)
+        status = pod_status(pod, PodView.of([], []), state.waiting, self._node.node_ip, state.start_time,
+                            previous, self._now(), scheme=self.id_scheme)
+        self._statuses.set(pod.metadata.uid, status)
 
     async def _report(self, pod: Pod, state: _PodState) -> None:
+        uid = pod.metadata.uid
+        record = await self._records.pod_record(uid, state.changed)
         state.runtime_down = False
-        sandboxes, containers = await self._runtime_view(pod.metadata.uid)
-        view = PodView.of(sandboxes, containers)
-        now = dt.datetime.fromtimestamp(self._clock.now(), dt.UTC)
-        present = {c.id for c in containers}
+        view = PodView.of(record.sandboxes, record.containers)
+        present = {c.id for c in record.containers}
         state.killed = {cid: why for cid, why in state.killed.items() if cid in present}
-        probes = ProbeView(pod.metadata.uid, self._probes, state.killed)
-        status = pod_status(pod, view, state.waiting, self._node.node_ip, state.start_time, state.status, now, probes,
-                            self.id_scheme)
-        state.status = status
-        self._publish(pod.metadata.uid, status)
+        probes = ProbeView(uid, self._probes, state.killed)
+        status = pod_status(pod, view, state.waiting, self._node.node_ip, state.start_time, self._statuses.get(uid),
+                            self._now(), probes, self.id_scheme)
+        self._statuses.set(uid, status)
         all_running = bool(status.container_statuses) and all(
             s.state.running is not None for s in status.container_statuses
         )
@@ -378,22 +369,26 @@ class PodSyncer:
 
     # --- kill ----------------------------------------------------------------------------------
     async def kill(self, pod: Pod) -> None:
+        """Stop and remove everything the runtime has of the pod, as listed now; the pod cache
+        then holds the runtime's view after the removal."""
         uid = pod.metadata.uid
-        sandboxes, containers = await self._runtime_view(uid)
+        record = await self._records.pod_record(uid, self._records.mark())
         specs = {c.name: c for c in pod.spec.all_containers()}
-        running = [c for c in containers if c.state is rt.ContainerState.RUNNING]
-        await asyncio.gather(*(self._stop(pod, specs.get(c.name), c, "the pod is being removed") for c in running))
-        for sandbox in sandboxes:
+        running = [c for c in record.containers if c.state is rt.ContainerState.RUNNING]
+        stopping = (self._stopper.stop(pod, specs.get(c.name), c, "the pod is being removed") for c in running)
+        await asyncio.gather(*stopping)
+        for sandbox in record.sandboxes:
             await self._runtime.remove_pod_sandbox(sandbox.id)
+        await self._records.pod_record(uid, self._records.mark())
         self._volumes.teardown(uid)
         self._backoff.forget(f"{uid}/")
         self._images.forget(uid)
         self._pods.pop(uid, None)
-        self._publish(uid, None)
+        self._statuses.remove(uid)
         log.info("pod %s/%s (%s) removed", pod.metadata.namespace, pod.metadata.name, uid)
 
-    def forget(self, uid: str) -> None:
-        self._pods.pop(uid, None)
+    def _now(self) -> dt.datetime:
+        return dt.datetime.fromtimestamp(self._clock.now(), dt.UTC).replace(microsecond=0)
 
 
 @dataclass
@@ -403,8 +398,30 @@ class _SyncContext:
     view: PodView
     volumes: dict[str, rt.Mount]
     state: _PodState
+    node: NodeEnv
     sandbox_attempt: int = 0
     init_done: bool = True
+
+    @cached_property
+    def resources(self) -> PodResources:
+        return pod_resources(self.pod, pod_pids_limit=self.node.pod_pids_limit, cfs_quota_enabled=self.node.cfs_quota)
+
+    @cached_property
+    def sandbox(self) -> rt.SandboxConfig:
+        """The sandbox's config (also what an image pull for the pod is given)."""
+        meta, node = self.pod.metadata, self.node
+        parent = pod_cgroup_path(node.cgroup_root, self.resources.qos, meta.uid) if node.isolated else ""
+        cfg = self.resources.cgroup
+        return rt.SandboxConfig(
+            meta=rt.PodMeta(meta.name, meta.namespace, meta.uid, self.sandbox_attempt),
+            hostname=self.pod.spec.hostname or meta.name[:63],
+            log_directory=str(node.pod_log_dir(meta.namespace, meta.name, meta.uid)),
+            cgroup_parent=parent,
+            resources=rt.Resources(cpu_shares=cfg.cpu_shares, cpu_quota=cfg.cpu_quota, cpu_period=cfg.cpu_period,
+                                   memory_limit=cfg.memory_limit, pids_limit=cfg.pids_limit),
+            labels={rt.POD_NAME: meta.name, rt.POD_NAMESPACE: meta.namespace, rt.POD_UID: meta.uid},
+            annotations=dict(meta.annotations),
+        )
 
 
 def _capped(output: str) -> str:

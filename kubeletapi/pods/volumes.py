@@ -34,6 +34,14 @@ _HOST_PATH_CHECKS: dict[str, tuple[Callable[[int], bool], str]] = {
 }
 
 
+EMPTY_DIR_PLUGIN = "kubernetes.io~empty-dir"
+
+
+def empty_dir_path(node: NodeEnv, uid: str, name: str) -> Path:
+    """Where the pod's emptyDir `name` lives: <root-dir>/pods/<uid>/volumes/kubernetes.io~empty-dir/<name>."""
+    return node.pod_dir(uid) / "volumes" / EMPTY_DIR_PLUGIN / name
+
+
 class VolumeError(InvalidInput):
     """A volume cannot be prepared: the pod waits in ContainerCreating with this message."""
 
@@ -59,7 +67,7 @@ class PodVolumes:
         )
 
     def _empty_dir(self, uid: str, volume: Volume) -> Mount:
-        path = self._node.pod_dir(uid) / "volumes" / "kubernetes.io~empty-dir" / volume.name
+        path = empty_dir_path(self._node, uid, volume.name)
         path.mkdir(parents=True, exist_ok=True)
         os.chmod(path, 0o777)  # noqa: S103 - the kubelet's emptyDir mode: any container user writes
         assert volume.empty_dir is not None
@@ -93,7 +101,7 @@ class PodVolumes:
     def teardown(self, uid: str) -> None:
         """Unmount memory-backed emptyDirs and remove the pod's directory."""
         base = self._node.pod_dir(uid)
-        empty = base / "volumes" / "kubernetes.io~empty-dir"
+        empty = base / "volumes" / EMPTY_DIR_PLUGIN
         if empty.is_dir():
             for entry in empty.iterdir():
                 if os.path.ismount(entry):

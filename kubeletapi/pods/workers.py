@@ -2,7 +2,8 @@
 
 Like the kubelet's podWorkers: a pod's syncs never run concurrently; while a sync runs, newer
 updates replace older pending ones (only the latest spec matters) but a termination request
-stays pending until handled. A sync may ask to run again after a delay (crash-loop back-off).
+stays pending until handled. A sync may ask to run again after a delay (crash-loop back-off);
+delays are slept on the injected clock.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from kubeletapi.aio import cancel_and_wait
+from kubeletapi.clock import Clock
 from kubeletapi.errors import KubeletError
 
 log = logging.getLogger(__name__)
@@ -28,7 +30,7 @@ class _Slot(Generic[P]):
     sync_pending: bool = True
     kill: bool = False
     task: asyncio.Task[None] | None = None
-    timer: asyncio.TimerHandle | None = None
+    timer: asyncio.Task[None] | None = None
 
 
 # sync(pod) -> seconds until it wants to run again (None: only on the next event)
@@ -37,9 +39,11 @@ KillFn = Callable[[P], Awaitable[None]]
 
 
 class PodWorkers(Generic[P]):
-    def __init__(self, sync: SyncFn[P], kill: KillFn[P], on_done: Callable[[str], None] | None = None) -> None:
+    def __init__(self, sync: SyncFn[P], kill: KillFn[P], clock: Clock,
+                 on_done: Callable[[str], None] | None = None) -> None:
         self._sync = sync
         self._kill = kill
+        self._clock = clock
         self._on_done = on_done
         self._slots: dict[str, _Slot[P]] = {}
 
@@ -102,7 +106,7 @@ class PodWorkers(Generic[P]):
                 slot.sync_pending = False
                 again = await self._guard(uid, "sync", self._sync(slot.pod))
                 if again is not None and not slot.kill:
-                    slot.timer = asyncio.get_running_loop().call_later(max(again, 0.0), self.poke, uid)
+                    slot.timer = asyncio.create_task(self._poke_after(uid, max(again, 0.0)), name=f"pod-requeue-{uid}")
         finally:
             if self._slots.get(uid) is slot:
                 del self._slots[uid]
@@ -110,6 +114,10 @@ class PodWorkers(Generic[P]):
                 slot.timer.cancel()
             if self._on_done is not None and slot.kill:
                 self._on_done(uid)
+
+    async def _poke_after(self, uid: str, seconds: float) -> None:
+        await self._clock.sleep(seconds)
+        self.poke(uid)
 
     async def _kill_until_done(self, uid: str, pod: P) -> None:
         """A kill is never dropped: retry until the runtime confirms it."""
@@ -121,7 +129,7 @@ class PodWorkers(Generic[P]):
                 raise
             except Exception:
                 log.exception("pod worker %s: killing the pod failed; retrying in 5s", uid)
-                await asyncio.sleep(5)
+                await self._clock.sleep(5)
 
     async def _guard(self, uid: str, what: str, work: Awaitable[float | None]) -> float | None:
         """One bad pod never stops its worker: log, and retry a failed sync in a few seconds."""

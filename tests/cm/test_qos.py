@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from kubeletapi.api.core_v1 import Pod
-from kubeletapi.pods.qos import qos_class
+from kubeletapi.cm.qos import qos_class
 
 P = pytest.param
 BOTH = {"cpu": "500m", "memory": "64Mi"}

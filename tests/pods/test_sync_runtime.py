@@ -10,13 +10,15 @@ import asyncio
 import time
 from pathlib import Path
 
-from kubeletapi.api.core_v1 import Pod, PodStatus
+from kubeletapi.api.core_v1 import Pod
 from kubeletapi.clock import FakeClock, RealClock
 from kubeletapi.errors import NotFound
 from kubeletapi.pods.backoff import Backoff
 from kubeletapi.pods.manifest import decode_pod
 from kubeletapi.pods.node import NodeEnv
+from kubeletapi.pods.pleg import PLEG
 from kubeletapi.pods.static import make_static
+from kubeletapi.pods.statusstore import StatusStore
 from kubeletapi.pods.sync import PodSyncer
 from kubeletapi.pods.volumes import PodVolumes
 from kubeletapi.runtime.process.runtime import ProcessRuntime
@@ -37,8 +39,8 @@ def test_changed_container_spec_restarts_that_container(tmp_path: Path) -> None:
         clock = RealClock()
         node = NodeEnv(node_name="n", node_ip="127.0.0.1", root_dir=tmp_path, pod_logs_dir=tmp_path / "logs")
         runtime = ProcessRuntime(tmp_path / "state", shim_path(), clock)
-        published: dict[str, PodStatus | None] = {}
-        syncer = PodSyncer(runtime, node, clock, Backoff(clock), PodVolumes(node), published.__setitem__)
+        published = StatusStore()
+        syncer = PodSyncer(runtime, node, clock, Backoff(clock), PodVolumes(node), PLEG(runtime, clock), published)
         first = pod(["sleep", "300"])
         second = first.model_copy(deep=True)
         second.spec.containers[0].command = ["sleep", "301"]
@@ -54,7 +56,7 @@ def test_changed_container_spec_restarts_that_container(tmp_path: Path) -> None:
             statuses = sorted(await runtime.list_containers(), key=lambda c: c.attempt)
             assert [c.attempt for c in statuses] == [0, 1]
             assert statuses[0].state.name == "EXITED" and statuses[1].state.name == "RUNNING"
-            status = published[first.metadata.uid]
+            status = published.get(first.metadata.uid)
             assert status is not None
             assert status.container_statuses[0].restart_count == 1
             assert status.container_statuses[0].last_state.terminated is not None
@@ -90,13 +92,13 @@ def test_image_pull_back_off_then_recovery(tmp_path: Path) -> None:
         node = NodeEnv(node_name="n", node_ip="127.0.0.1", root_dir=tmp_path, pod_logs_dir=tmp_path / "logs")
         runtime = RegistryRuntime(tmp_path / "state", shim_path(), RealClock())
         runtime.failures = 2
-        published: dict[str, PodStatus | None] = {}
-        syncer = PodSyncer(runtime, node, clock, Backoff(clock), PodVolumes(node), published.__setitem__)
+        published = StatusStore()
+        syncer = PodSyncer(runtime, node, clock, Backoff(clock), PodVolumes(node), PLEG(runtime, clock), published)
         p = pod(["sleep", "300"])  # busybox:1.36, so imagePullPolicy IfNotPresent
         assert p.spec.containers[0].image_pull_policy == "IfNotPresent"
 
         def waiting() -> tuple[str, str]:
-            status = published[p.metadata.uid]
+            status = published.get(p.metadata.uid)
             assert status is not None and status.phase == "Pending"
             state = status.container_statuses[0].state.waiting
             assert state is not None
@@ -119,7 +121,7 @@ def test_image_pull_back_off_then_recovery(tmp_path: Path) -> None:
             assert runtime.pulls == 3
             (live,) = await runtime.list_containers()
             assert live.state is ContainerState.RUNNING and live.attempt == 0
-            status = published[p.metadata.uid]
+            status = published.get(p.metadata.uid)
             assert status is not None
             cs = status.container_statuses[0]
             assert cs.state.running is not None and cs.restart_count == 0

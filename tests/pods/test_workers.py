@@ -1,8 +1,8 @@
 """Pod workers: one task per pod, no overlapping syncs, coalesced updates, sticky kills, retries, requeues.
 
-The retry delays (5 s after a failed sync or kill) and requeue delays are timers on the event loop,
-so the tests run on a loop whose clock they can jump forward: the delays are checked to the
-tenth of a second without waiting for them.
+The retry delays (5 s after a failed sync or kill) and requeue delays are sleeps on the workers'
+clock, here the real one (asyncio's sleep), so the tests run on a loop whose clock they can jump
+forward: the delays are checked to the tenth of a second without waiting for them.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from kubeletapi.clock import RealClock
 from kubeletapi.pods.workers import PodWorkers
 
 P = pytest.param
@@ -112,7 +113,7 @@ class FakePodLifecycle:
         return [(kind, v) for kind, u, v in self.log if u == uid]
 
     def workers(self) -> PodWorkers[Pod]:
-        return PodWorkers(self.sync, self.kill, self.on_done)
+        return PodWorkers(self.sync, self.kill, RealClock(), self.on_done)
 
 
 def worker_tasks() -> set[str]:
@@ -402,7 +403,7 @@ def test_on_done_only_after_the_kill_completes() -> None:
 
     async def main() -> None:
         fake = FakePodLifecycle()
-        workers = PodWorkers(fake.sync, fake.kill, lambda uid: done_seen_by.append(list(fake.log)))
+        workers = PodWorkers(fake.sync, fake.kill, RealClock(), lambda uid: done_seen_by.append(list(fake.log)))
         workers.update("a", Pod("a"))
         await settle()
         workers.kill("a")

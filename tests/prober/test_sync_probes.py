@@ -10,13 +10,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kubeletapi.api.core_v1 import ExecAction, Pod, PodStatus, Probe
+from kubeletapi.api.core_v1 import ExecAction, Pod, Probe
 from kubeletapi.clock import RealClock
 from kubeletapi.pods.backoff import Backoff
 from kubeletapi.pods.manifest import decode_pod
 from kubeletapi.pods.node import NodeEnv
+from kubeletapi.pods.pleg import PLEG
 from kubeletapi.pods.static import make_static
 from kubeletapi.pods.status import PodView, ProbeView, container_status
+from kubeletapi.pods.statusstore import StatusStore
 from kubeletapi.pods.sync import PodSyncer
 from kubeletapi.pods.volumes import PodVolumes
 from kubeletapi.runtime import types as rt
@@ -51,13 +53,14 @@ def make_pod(policy: str = "Always", probe_grace: int | None = 2) -> Pod:
     return make_static(decode_pod(text.encode(), "test"), "n", "file", "/x/p.yaml", dt.datetime.now(dt.UTC))
 
 
-async def setup(tmp: Path) -> tuple[PodSyncer, ProcessRuntime, FakeProbes, dict[str, PodStatus | None]]:
+async def setup(tmp: Path) -> tuple[PodSyncer, ProcessRuntime, FakeProbes, StatusStore]:
     clock = RealClock()
     node = NodeEnv(node_name="n", node_ip="127.0.0.1", root_dir=tmp, pod_logs_dir=tmp / "logs")
     runtime = ProcessRuntime(tmp / "state", shim_path(), clock)
-    published: dict[str, PodStatus | None] = {}
+    published = StatusStore()
     probes = FakeProbes()
-    syncer = PodSyncer(runtime, node, clock, Backoff(clock), PodVolumes(node), published.__setitem__, probes=probes)
+    syncer = PodSyncer(runtime, node, clock, Backoff(clock), PodVolumes(node), PLEG(runtime, clock), published,
+                       probes=probes)
     return syncer, runtime, probes, published
 
 
@@ -80,7 +83,7 @@ def test_liveness_failure_kills_with_the_probe_grace_and_restarts_through_backof
             assert again is None  # the first restart is immediate
             second = await running(runtime)
             assert second.attempt == 1
-            status = published[pod.metadata.uid]
+            status = published.get(pod.metadata.uid)
             assert status is not None
             cs = status.container_statuses[0]
             last = cs.last_state.terminated
@@ -93,7 +96,7 @@ def test_liveness_failure_kills_with_the_probe_grace_and_restarts_through_backof
             probes.failed[second.id] = ("liveness", "boom again")
             again = await syncer.sync(pod)  # killed again: now the back-off applies
             assert again is not None and 9 < again <= 10
-            status = published[pod.metadata.uid]
+            status = published.get(pod.metadata.uid)
             assert status is not None
             cs = status.container_statuses[0]
             assert cs.state.waiting is not None and cs.state.waiting.reason == "CrashLoopBackOff"
@@ -118,7 +121,7 @@ def test_liveness_failure_under_never_kills_without_restart(tmp_path: Path) -> N
             await syncer.sync(pod)
             await syncer.sync(pod)
             assert [c.state for c in await runtime.list_containers()] == [rt.ContainerState.EXITED]
-            status = published[pod.metadata.uid]
+            status = published.get(pod.metadata.uid)
             assert status is not None
             terminated = status.container_statuses[0].state.terminated
             assert terminated is not None

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from kubeletapi.cm.qos import qos_class
 from kubeletapi.pods.manifest import decode_pod
-from kubeletapi.pods.qos import qos_class
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples" / "manifests").glob("*.yaml"))
 

@@ -34,7 +34,7 @@ from typing import Protocol
 
 from google.protobuf import json_format
 
-from kubeletapi.cgroups.resources import ResourceConfig
+from kubeletapi.cgroups.writers import ResourceConfig
 from kubeletapi.errors import InvalidInput, KubeletError, NotFound, NotSupported, Unavailable
 from kubeletapi.runtime.cri import client as rpc
 from kubeletapi.runtime.cri import convert, stats
@@ -43,6 +43,7 @@ from kubeletapi.runtime.cri.gen import api_pb2 as pb
 from kubeletapi.runtime.cri.streams import CRIStreamSession, PortForwardBridges, open_stream
 from kubeletapi.runtime.streaming import StreamOptions, StreamSession
 from kubeletapi.runtime.types import (
+    POD_UID,
     ContainerConfig,
     ContainerState,
     ContainerStatus,
@@ -175,10 +176,14 @@ class CRIRuntime:
         except KubeletError as exc:
             log.warning("cannot remove pod cgroup %s: %s", path, exc)
 
-    async def list_pod_sandboxes(self) -> Sequence[Sandbox]:
-        answer = await self._client.call(rpc.LIST_POD_SANDBOX, pb.ListPodSandboxRequest())
+    async def list_pod_sandboxes(self, pod_uid: str | None = None) -> Sequence[Sandbox]:
+        request = pb.ListPodSandboxRequest()
+        if pod_uid is not None:
+            request.filter.label_selector[POD_UID] = pod_uid
+        answer = await self._client.call(rpc.LIST_POD_SANDBOX, request)
         listed = {item.id for item in answer.items}
-        for gone in set(self._sandboxes) - listed:
+        known = {sid for sid, c in self._sandboxes.items() if pod_uid is None or c.metadata.uid == pod_uid}
+        for gone in known - listed:
             del self._sandboxes[gone]
             self._sandbox_images.pop(gone, None)
         unknown = [item.id for item in answer.items if item.id not in self._sandboxes]
@@ -231,10 +236,14 @@ class CRIRuntime:
         await self._client.call(rpc.REMOVE_CONTAINER, pb.RemoveContainerRequest(container_id=container_id))
         self._statuses.pop(container_id, None)
 
-    async def list_containers(self) -> Sequence[ContainerStatus]:
-        answer = await self._client.call(rpc.LIST_CONTAINERS, pb.ListContainersRequest())
+    async def list_containers(self, pod_uid: str | None = None) -> Sequence[ContainerStatus]:
+        request = pb.ListContainersRequest()
+        if pod_uid is not None:
+            request.filter.label_selector[POD_UID] = pod_uid
+        answer = await self._client.call(rpc.LIST_CONTAINERS, request)
         listed = {c.id: c for c in answer.containers}
-        for gone in set(self._statuses) - set(listed):
+        known = {cid for cid, s in self._statuses.items() if pod_uid is None or s.labels.get(POD_UID) == pod_uid}
+        for gone in known - set(listed):
             del self._statuses[gone]
         stale = [c for c in answer.containers if (cached := self._statuses.get(c.id)) is None
                  or cached.state is not convert.container_state(c.state)]

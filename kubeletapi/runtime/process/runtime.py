@@ -24,13 +24,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from kubeletapi.cgroups.resources import ResourceConfig
+from kubeletapi.cgroups.writers import ResourceConfig
 from kubeletapi.clock import Clock
 from kubeletapi.errors import Conflict, InvalidInput, NotFound, Unavailable
 from kubeletapi.runtime.process import procfs, streams
 from kubeletapi.runtime.process.state import ContainerRecord, SandboxRecord, StateDir, new_id
 from kubeletapi.runtime.streaming import StreamOptions, StreamSession
 from kubeletapi.runtime.types import (
+    POD_UID,
     ContainerConfig,
     ContainerState,
     ContainerStatus,
@@ -139,14 +140,15 @@ class ProcessRuntime:
         shutil.rmtree(self._state.sandboxes / sandbox_id, ignore_errors=True)
         del self._sandboxes[sandbox_id]
 
-    async def list_pod_sandboxes(self) -> Sequence[Sandbox]:
+    async def list_pod_sandboxes(self, pod_uid: str | None = None) -> Sequence[Sandbox]:
         return [
             Sandbox(
                 id=r.id, meta=r.config.meta, state=SandboxState.READY if r.ready else SandboxState.NOTREADY,
                 created_at=r.created_at, labels=r.config.labels, annotations=r.config.annotations,
                 log_directory=r.config.log_directory, cgroup_parent=r.config.cgroup_parent,
             )
-            for r in self._sandboxes.values()
+            for r in list(self._sandboxes.values())
+            if pod_uid is None or r.config.meta.uid == pod_uid
         ]
 
     # --- containers ----------------------------------------------------------------------------
@@ -210,8 +212,9 @@ class ProcessRuntime:
         shutil.rmtree(self._state.container_dir(container_id), ignore_errors=True)
         del self._containers[container_id]
 
-    async def list_containers(self) -> Sequence[ContainerStatus]:
-        return [self._status(r) for r in list(self._containers.values())]
+    async def list_containers(self, pod_uid: str | None = None) -> Sequence[ContainerStatus]:
+        return [self._status(r) for r in list(self._containers.values())
+                if pod_uid is None or r.config.labels.get(POD_UID) == pod_uid]
 
     async def container_status(self, container_id: str) -> ContainerStatus:
         return self._status(self._container(container_id))
