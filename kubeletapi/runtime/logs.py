@@ -1,4 +1,4 @@
-"""CRI container log files: the record format, the kubelet's log reader, and a rotating writer.
+"""CRI container log files: the record format and the kubelet's log reader.
 
 A line is `<RFC3339Nano time> <stdout|stderr> <tag> <content>\\n`; tag `P` is a partial chunk that
 the next record continues, anything else (`F`) ends a line. The reader reproduces
@@ -26,14 +26,13 @@ import asyncio
 import inspect
 import logging
 import os
-import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from kubeletapi.clock import Clock, RealClock
 from kubeletapi.errors import InvalidInput, NotFound, Unavailable
-from kubeletapi.runtime.logfiles import AtEnd, FollowedFile, rotated_files
+from kubeletapi.runtime.logfiles import AtEnd, FollowedFile
 from kubeletapi.runtime.logoptions import (
     STDERR,
     STDOUT,
@@ -46,7 +45,7 @@ from kubeletapi.runtime.logoptions import (
 )
 
 __all__ = [
-    "STDERR", "STDOUT", "TAG_FULL", "TAG_PARTIAL", "LogRecord", "LogStream", "LogWriter", "ReadOptions",
+    "STDERR", "STDOUT", "TAG_FULL", "TAG_PARTIAL", "LogRecord", "LogStream", "ReadOptions",
     "ReadStats", "RunningCheck", "encode_record", "find_tail_start", "format_timestamp", "parse_record",
     "parse_timestamp", "read_logs",
 ]
@@ -373,66 +372,3 @@ def read_logs(
         os.fspath(path), read_opts, clock=clock, container_running=container_running, poll_interval=poll_interval
     )
 
-
-class LogWriter:
-    """Appends CRI records to one log file, rotating like the kubelet's container log manager.
-
-    Rotation renames `N.log` to `N.log.<YYYYMMDD-HHMMSS>` (UTC; moved on a second when that name
-    would not sort last) and starts a new `N.log`; at most max_files-1 rotated files are kept.
-    max_size <= 0: never rotate. Writes are synchronous and small (bounded and cheap).
-    """
-
-    def __init__(
-        self, path: str | os.PathLike[str], *, max_size: int = 10 * 1024 * 1024, max_files: int = 5,
-        clock: Clock | None = None,
-    ) -> None:
-        if max_files < 1:
-            raise InvalidInput(f"max_files must be at least 1, got {max_files}")
-        self.path = os.fspath(path)
-        self.max_size, self.max_files = max_size, max_files
-        self._clock = clock or RealClock()
-        self._file = open(self.path, "ab")  # noqa: SIM115 - owned until close()
-        self._size = self._file.tell()
-        self._last_rotation = 0
-
-    def write_record(self, stream: str, tag: str, content: bytes, *, ts: int | None = None) -> None:
-        data = encode_record(now_ns(self._clock) if ts is None else ts, stream, tag, content)
-        if 0 < self.max_size < self._size + len(data) and self._size > 0:
-            self.rotate()
-        self._file.write(data)
-        self._file.flush()
-        self._size += len(data)
-
-    def write(self, stream: str, data: bytes, *, ts: int | None = None, max_line: int = 16 * 1024) -> None:
-        """Write output as a shim does: an F record per line, P records for pieces of long lines
-        and for an unterminated end (continued by the next write)."""
-        *lines, rest = data.split(b"\n")
-        for line, full in [(line, True) for line in lines] + [(rest, False)]:
-            cut = 0
-            while len(line) - cut > max_line:
-                self.write_record(stream, TAG_PARTIAL, line[cut : cut + max_line], ts=ts)
-                cut += max_line
-            if full or cut < len(line):
-                self.write_record(stream, TAG_FULL if full else TAG_PARTIAL, line[cut:], ts=ts)
-
-    def rotate(self) -> str:
-        """Rotate now; returns the rotated file's path."""
-        self._file.close()
-        # Names sort in rotation order: never reuse this second or an earlier one, nor a name in use.
-        seconds = max(int(self._clock.now()), self._last_rotation + 1)
-        while os.path.exists(target := f"{self.path}.{time.strftime('%Y%m%d-%H%M%S', time.gmtime(seconds))}"):
-            seconds += 1
-        self._last_rotation = seconds
-        os.rename(self.path, target)
-        self._file = open(self.path, "ab")  # noqa: SIM115
-        self._size = 0
-        self._prune()
-        return target
-
-    def _prune(self) -> None:
-        rotated = rotated_files(self.path)
-        for name in rotated[: max(0, len(rotated) - (self.max_files - 1))]:
-            os.remove(name)
-
-    def close(self) -> None:
-        self._file.close()
