@@ -14,7 +14,7 @@ import pytest
 
 from kubeletapi.clock import Clock, FakeClock, RealClock
 from kubeletapi.errors import InvalidInput, NotFound
-from kubeletapi.runtime.logoptions import ZERO_TIME_NS, decode_pod_log_options
+from kubeletapi.runtime.logoptions import ZERO_TIME_NS
 from kubeletapi.runtime.logs import (
     STDERR,
     STDOUT,
@@ -28,6 +28,7 @@ from kubeletapi.runtime.logs import (
     parse_timestamp,
     read_logs,
 )
+from kubeletapi.server.logquery import decode_pod_log_options
 from tests.runtime.crilog import CRILog
 
 S = 10**9
