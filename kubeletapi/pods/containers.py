@@ -26,6 +26,7 @@ from kubeletapi.cm.resources import PodResources, container_resource_config
 from kubeletapi.errors import InvalidInput
 from kubeletapi.pods.node import NodeEnv
 from kubeletapi.runtime import types as rt
+from kubeletapi.runtime.logfiles import live_log_path
 
 _FIELD_INDEX = re.compile(r"^metadata\.(labels|annotations)\['(.+)'\]$")
 
@@ -141,7 +142,7 @@ def container_config(
     return rt.ContainerConfig(
         name=container.name, attempt=attempt, image=container.image, command=command,
         working_dir=container.working_dir, envs=tuple(env), mounts=mounts(container, volumes),
-        log_path=f"{container.name}/{attempt}.log", stdin=container.stdin, stdin_once=container.stdin_once,
+        log_path=live_log_path(container.name, attempt), stdin=container.stdin, stdin_once=container.stdin_once,
         tty=container.tty, resources=resources(container, pod_resources, node),
         labels={rt.POD_NAME: meta.name, rt.POD_NAMESPACE: meta.namespace, rt.POD_UID: meta.uid,
                 rt.CONTAINER_NAME: container.name},

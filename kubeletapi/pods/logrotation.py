@@ -9,10 +9,10 @@ is renamed back so that the next pass tries again (as the kubelet), unless the r
 file there after all (a reopen that timed out late): that one is never replaced. A running
 container whose log file is missing gets a ReopenContainerLog to recover it, as in the kubelet.
 
-Rotated files are named exactly as the process runtime's shim names them (shim.c, rotated_name),
-so one reader (runtime/logs.py) follows both: `<log>.<YYYYMMDD-HHMMSS>` in UTC, plus `.N` when a
-file of that second exists already, N above every existing one of that second. Unlike the
-kubelet, rotated files are not compressed (neither are the shim's).
+Rotated files are named and ordered by runtime.logfiles, the grammar the process runtime's shim
+follows too, so one reader (runtime/logs.py) follows both: `<log>.<YYYYMMDD-HHMMSS>` in UTC, plus
+`.N` when a file of that second exists already. Unlike the kubelet, rotated files are not
+compressed (neither are the shim's).
 """
 
 from __future__ import annotations
@@ -20,20 +20,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import re
-import time
 from collections.abc import Sequence
 from typing import Protocol
 
 from kubeletapi.clock import Clock
 from kubeletapi.errors import ConfigError, KubeletError, NotFound, NotSupported
+from kubeletapi.runtime.logfiles import rotated_files, rotated_name
 from kubeletapi.runtime.types import ContainerState, ContainerStatus
 
 log = logging.getLogger(__name__)
 
 ROTATION_PERIOD_S = 10.0  # the kubelet's containerLogMonitorInterval default
-_STAMP = "%Y%m%d-%H%M%S"
-_ROTATED = r"\.([0-9]{8}-[0-9]{6})(?:\.([0-9]+))?"
 
 
 class LogRuntime(Protocol):
@@ -42,26 +39,6 @@ class LogRuntime(Protocol):
     async def list_containers(self) -> Sequence[ContainerStatus]: ...
 
     async def reopen_container_log(self, container_id: str) -> None: ...
-
-
-def rotated_files(path: str) -> list[str]:
-    """The rotated files of the log at `path`, oldest first: by timestamp, then by `.N` suffix."""
-    directory, base = os.path.split(path)
-    pattern = re.compile(re.escape(base) + _ROTATED)
-    found = []
-    for name in os.listdir(directory or "."):
-        if m := pattern.fullmatch(name):
-            found.append((m.group(1), int(m.group(2) or 0), os.path.join(directory, name)))
-    return [name for *_, name in sorted(found)]
-
-
-def rotated_name(path: str, now: float, existing: Sequence[str]) -> str:
-    """The name for `path` rotated at wall time `now` given the rotated files that exist: as the
-    shim, `<path>.<stamp>`, or `<path>.<stamp>.<N>` with N above every existing file of that second."""
-    stamp = time.strftime(_STAMP, time.gmtime(int(now)))
-    pattern = re.compile(re.escape(path) + r"\." + stamp + r"(?:\.([0-9]+))?")
-    taken = [int(m.group(1) or 0) for name in existing if (m := pattern.fullmatch(name))]
-    return f"{path}.{stamp}" if not taken else f"{path}.{stamp}.{max(taken) + 1}"
 
 
 def _size(path: str) -> int | None:

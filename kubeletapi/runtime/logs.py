@@ -1,4 +1,4 @@
-"""CRI container log files: the record format, the kubelet's log reader, and a rotating writer.
+"""CRI container log files: the record format and the kubelet's log reader.
 
 A line is `<RFC3339Nano time> <stdout|stderr> <tag> <content>\\n`; tag `P` is a partial chunk that
 the next record continues, anything else (`F`) ends a line. The reader reproduces
@@ -15,25 +15,24 @@ pkg/kubelet/kuberuntime/logs/logs.go (ReadLogs, logWriter, tail.FindTailLineStar
 - `follow`: at end of file, ask whether the container still runs; if not, read to the next end of
   file and stop, else wait and read again.
 Deliberate differences: on rotation while following, the old file is read to its end before the new
-one is opened (the kubelet drops what it had not read yet); an unterminated last record is emitted
-when following ends; only the CRI format is read (not Docker JSON).
+one is opened, going through the files rotated in between (runtime.logfiles.FollowedFile; the
+kubelet drops what it had not read yet and reopens the live file); an unterminated last record is
+emitted when following ends; only the CRI format is read (not Docker JSON).
 """
 
 from __future__ import annotations
 
 import asyncio
-import glob
 import inspect
 import logging
 import os
-import re
-import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from kubeletapi.clock import Clock, RealClock
 from kubeletapi.errors import InvalidInput, NotFound, Unavailable
+from kubeletapi.runtime.logfiles import AtEnd, FollowedFile
 from kubeletapi.runtime.logoptions import (
     STDERR,
     STDOUT,
@@ -46,7 +45,7 @@ from kubeletapi.runtime.logoptions import (
 )
 
 __all__ = [
-    "STDERR", "STDOUT", "TAG_FULL", "TAG_PARTIAL", "LogRecord", "LogStream", "LogWriter", "ReadOptions",
+    "STDERR", "STDOUT", "TAG_FULL", "TAG_PARTIAL", "LogRecord", "LogStream", "ReadOptions",
     "ReadStats", "RunningCheck", "encode_record", "find_tail_start", "format_timestamp", "parse_record",
     "parse_timestamp", "read_logs",
 ]
@@ -54,8 +53,6 @@ __all__ = [
 TAG_FULL, TAG_PARTIAL = "F", "P"
 _READ_CHUNK = 64 * 1024
 _TAIL_BLOCK = 8 * 1024
-_ROTATED_SUFFIX = re.compile(r"\.[0-9]{8}-[0-9]{6}(\.gz)?")
-_ROTATED_SEQ = re.compile(r"(\.[0-9]{8}-[0-9]{6})\.([0-9]+)\Z")
 _log = logging.getLogger(__name__)
 
 RunningCheck = Callable[[], bool | Awaitable[bool]]
@@ -216,10 +213,10 @@ class _Renderer:
         return chunk
 
 
-def _open(path: str) -> tuple[str, int]:
+def _open(path: str) -> FollowedFile:
     try:
         resolved = os.path.realpath(path, strict=True)  # the kubelet resolves symlinks first
-        return resolved, os.open(resolved, os.O_RDONLY | os.O_CLOEXEC)
+        return FollowedFile(resolved, os.open(resolved, os.O_RDONLY | os.O_CLOEXEC))
     except FileNotFoundError as exc:
         raise NotFound(f'failed to open log file "{path}": {exc.strerror}') from exc
     except OSError as exc:
@@ -227,18 +224,19 @@ def _open(path: str) -> tuple[str, int]:
 
 
 class _Source:
-    """The open log file: reads, tail seek, and noticing rotation or truncation."""
+    """The log file being read: reads, tail seek, truncation, and rotations (runtime.logfiles)."""
 
     def __init__(self, path: str, stats: ReadStats) -> None:
-        self.path, self.fd = _open(path)
+        self.file = _open(path)
+        self.path = self.file.path
         self.stats = stats
         self.pending = b""
 
     def seek(self, offset: int, whence: int = 0, /) -> int:
-        return os.lseek(self.fd, offset, whence)
+        return os.lseek(self.file.fd, offset, whence)
 
     def read(self, size: int = _READ_CHUNK, /) -> bytes:
-        data = os.read(self.fd, size)
+        data = os.read(self.file.fd, size)
         self.stats.bytes_read += len(data)
         return data
 
@@ -251,20 +249,19 @@ class _Source:
 
     def rewound(self) -> bool:
         """A file truncated under us (copytruncate rotation) is read again from its start."""
-        if os.fstat(self.fd).st_size >= self.seek(0, os.SEEK_CUR):
+        if os.fstat(self.file.fd).st_size >= self.seek(0, os.SEEK_CUR):
             return False
         self.seek(0)
         self.pending = b""
         return True
 
-    def replaced(self) -> bool:
-        """True once the path names another file: the old one was rotated away."""
-        try:
-            now = os.stat(self.path)
-        except FileNotFoundError:
-            return False  # renamed, the new file not created yet: keep reading the old one
-        mine = os.fstat(self.fd)
-        return (now.st_dev, now.st_ino) != (mine.st_dev, mine.st_ino)
+    def at_end(self, renderer: _Renderer) -> AtEnd:
+        """FollowedFile.at_end; an unterminated last record of a file left behind is emitted."""
+        step = self.file.at_end()
+        if step is AtEnd.MOVED:
+            self.flush(renderer)
+            self.stats.rotations += 1
+        return step
 
     def flush(self, renderer: _Renderer) -> None:
         if self.pending:
@@ -272,47 +269,8 @@ class _Source:
             renderer.feed(self.pending, terminated=False)
             self.pending = b""
 
-    def reopen(self) -> None:
-        """Move on to the next file: a file rotated after ours if any (several rotations may have
-        happened between two polls), else the current one."""
-        nxt = self._next_rotated() or self.path
-        try:
-            fd = os.open(nxt, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
-            return  # gone again between stat and open: keep the old file, look again later
-        os.close(self.fd)
-        self.fd = fd
-        self.stats.rotations += 1
-
-    def _next_rotated(self) -> str | None:
-        """The oldest rotated file (`<path>.<YYYYMMDD-HHMMSS>[.N]`, in rotation order) that
-        came after the one open now; None when ours was the last rotated one."""
-        mine = os.fstat(self.fd)
-        rotated = sorted(glob.glob(glob.escape(self.path) + ".*"), key=_rotation_order)
-        stats = []
-        for name in rotated:
-            try:
-                stats.append((name, os.stat(name)))
-            except FileNotFoundError:
-                continue
-        for index, (_, st) in enumerate(stats):
-            if (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino):
-                return stats[index + 1][0] if index + 1 < len(stats) else None
-        # Ours was pruned meanwhile: continue with what was rotated after it was last written.
-        later = [name for name, st in stats if st.st_mtime_ns >= mine.st_mtime_ns]
-        return later[0] if later else None
-
     def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-
-
-def _rotation_order(name: str) -> tuple[str, int]:
-    """Rotated names sort as strings, but for the `.N` of several rotations within one second
-    (the process runtime's shim, pods/logrotation.py), which sorts as a number: .9 before .10."""
-    m = _ROTATED_SEQ.search(name)
-    return (name[: m.end(1)], int(m.group(2))) if m else (name, -1)
+        self.file.close()
 
 
 async def _running(check: RunningCheck | None) -> bool:
@@ -325,15 +283,8 @@ async def _running(check: RunningCheck | None) -> bool:
 
 
 async def _follow_step(src: _Source, renderer: _Renderer, state: dict[str, bool], check: RunningCheck | None) -> str:
-    """At end of file while following: "switch" (rotation), "read" again, "stop" or "wait"."""
-    if src.rewound():
-        return "read"
-    if src.replaced():
-        if state["draining"]:
-            state["draining"] = False
-            src.flush(renderer)
-            return "switch"
-        state["draining"] = True  # read the old file once more to its very end
+    """At end of file while following: "read" again, "stop" or "wait"."""
+    if src.rewound() or src.at_end(renderer) is not AtEnd.WAIT:
         return "read"
     if state["exiting"]:
         return "stop"
@@ -346,7 +297,7 @@ async def _follow_step(src: _Source, renderer: _Renderer, state: dict[str, bool]
 async def _generate(
     src: _Source, renderer: _Renderer, clock: Clock, check: RunningCheck | None, poll_interval: float
 ) -> AsyncGenerator[bytes, None]:
-    state = {"draining": False, "exiting": False}
+    state = {"exiting": False}
     try:
         while not renderer.done:
             got = src.pump(renderer)
@@ -357,9 +308,7 @@ async def _generate(
             if got or renderer.done:
                 continue
             step = await _follow_step(src, renderer, state, check) if renderer.opts.follow else "stop"
-            if step == "switch":
-                src.reopen()
-            elif step == "wait":
+            if step == "wait":
                 await clock.sleep(poll_interval)
             elif step == "stop":
                 src.flush(renderer)
@@ -389,7 +338,7 @@ class LogStream:
 
     @property
     def closed(self) -> bool:
-        return self._src.fd < 0
+        return self._src.file.closed
 
     def __aiter__(self) -> AsyncIterator[bytes]:
         return self
@@ -423,70 +372,3 @@ def read_logs(
         os.fspath(path), read_opts, clock=clock, container_running=container_running, poll_interval=poll_interval
     )
 
-
-class LogWriter:
-    """Appends CRI records to one log file, rotating like the kubelet's container log manager.
-
-    Rotation renames `N.log` to `N.log.<YYYYMMDD-HHMMSS>` (UTC; moved on a second when that name
-    would not sort last) and starts a new `N.log`; at most max_files-1 rotated files are kept.
-    max_size <= 0: never rotate. Writes are synchronous and small (bounded and cheap).
-    """
-
-    def __init__(
-        self, path: str | os.PathLike[str], *, max_size: int = 10 * 1024 * 1024, max_files: int = 5,
-        clock: Clock | None = None,
-    ) -> None:
-        if max_files < 1:
-            raise InvalidInput(f"max_files must be at least 1, got {max_files}")
-        self.path = os.fspath(path)
-        self.max_size, self.max_files = max_size, max_files
-        self._clock = clock or RealClock()
-        self._file = open(self.path, "ab")  # noqa: SIM115 - owned until close()
-        self._size = self._file.tell()
-        self._last_rotation = 0
-
-    def write_record(self, stream: str, tag: str, content: bytes, *, ts: int | None = None) -> None:
-        data = encode_record(now_ns(self._clock) if ts is None else ts, stream, tag, content)
-        if 0 < self.max_size < self._size + len(data) and self._size > 0:
-            self.rotate()
-        self._file.write(data)
-        self._file.flush()
-        self._size += len(data)
-
-    def write(self, stream: str, data: bytes, *, ts: int | None = None, max_line: int = 16 * 1024) -> None:
-        """Write output as a shim does: an F record per line, P records for pieces of long lines
-        and for an unterminated end (continued by the next write)."""
-        *lines, rest = data.split(b"\n")
-        for line, full in [(line, True) for line in lines] + [(rest, False)]:
-            cut = 0
-            while len(line) - cut > max_line:
-                self.write_record(stream, TAG_PARTIAL, line[cut : cut + max_line], ts=ts)
-                cut += max_line
-            if full or cut < len(line):
-                self.write_record(stream, TAG_FULL if full else TAG_PARTIAL, line[cut:], ts=ts)
-
-    def rotate(self) -> str:
-        """Rotate now; returns the rotated file's path."""
-        self._file.close()
-        # Names sort in rotation order: never reuse this second or an earlier one, nor a name in use.
-        seconds = max(int(self._clock.now()), self._last_rotation + 1)
-        while os.path.exists(target := f"{self.path}.{time.strftime('%Y%m%d-%H%M%S', time.gmtime(seconds))}"):
-            seconds += 1
-        self._last_rotation = seconds
-        os.rename(self.path, target)
-        self._file = open(self.path, "ab")  # noqa: SIM115
-        self._size = 0
-        self._prune()
-        return target
-
-    def _prune(self) -> None:
-        directory, base = os.path.split(self.path)
-        rotated = sorted(
-            name for name in os.listdir(directory or ".")
-            if name.startswith(base) and _ROTATED_SUFFIX.fullmatch(name[len(base) :])
-        )
-        for name in rotated[: max(0, len(rotated) - (self.max_files - 1))]:
-            os.remove(os.path.join(directory, name))
-
-    def close(self) -> None:
-        self._file.close()

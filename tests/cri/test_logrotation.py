@@ -18,8 +18,9 @@ import pytest
 from kubeletapi.cgroups import detect, new_writer
 from kubeletapi.clock import RealClock
 from kubeletapi.errors import KubeletError
-from kubeletapi.pods.logrotation import ContainerLogRotator, rotated_files
+from kubeletapi.pods.logrotation import ContainerLogRotator
 from kubeletapi.runtime.cri import CRIRuntime
+from kubeletapi.runtime.logfiles import rotated_files
 from kubeletapi.runtime.logoptions import PodLogOptions
 from kubeletapi.runtime.logs import read_logs
 from kubeletapi.runtime.types import ContainerConfig, ContainerState, ContainerStatus, PodMeta, SandboxConfig

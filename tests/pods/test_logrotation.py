@@ -15,7 +15,8 @@ import pytest
 
 from kubeletapi.clock import FakeClock, RealClock
 from kubeletapi.errors import ConfigError, InvalidInput, NotFound, NotSupported, Unavailable
-from kubeletapi.pods.logrotation import ContainerLogRotator, rotated_files, rotated_name
+from kubeletapi.pods.logrotation import ContainerLogRotator
+from kubeletapi.runtime.logfiles import rotated_files, rotated_name
 from kubeletapi.runtime.logoptions import PodLogOptions
 from kubeletapi.runtime.logs import encode_record, read_logs
 from kubeletapi.runtime.types import ContainerState, ContainerStatus

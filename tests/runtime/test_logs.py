@@ -1,4 +1,4 @@
-"""CRI log records, the kubelet-compatible reader (tail, since, limit, streams, follow, rotation), the writer."""
+"""CRI log records and the kubelet-compatible reader (tail, since, limit, streams, follow, rotation)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,12 @@ import pytest
 
 from kubeletapi.clock import Clock, FakeClock, RealClock
 from kubeletapi.errors import InvalidInput, NotFound
-from kubeletapi.runtime.logoptions import ZERO_TIME_NS, decode_pod_log_options
+from kubeletapi.runtime.logoptions import ZERO_TIME_NS
 from kubeletapi.runtime.logs import (
     STDERR,
     STDOUT,
     LogRecord,
     LogStream,
-    LogWriter,
     RunningCheck,
     encode_record,
     find_tail_start,
@@ -29,6 +28,8 @@ from kubeletapi.runtime.logs import (
     parse_timestamp,
     read_logs,
 )
+from kubeletapi.server.logquery import decode_pod_log_options
+from tests.runtime.crilog import CRILog
 
 S = 10**9
 T0 = 1795251833 * S  # 2026-11-21T09:03:53Z
@@ -422,7 +423,7 @@ def test_follow_yields_appended_records_until_the_container_exits(log: Path) -> 
     container = Container()
 
     async def produce() -> None:
-        writer = LogWriter(log, max_size=0)
+        writer = CRILog(log)
         for i in range(5):
             await asyncio.sleep(0.01)
             writer.write(STDOUT, b"more %d\n" % i)
@@ -441,14 +442,14 @@ def test_follow_with_an_async_running_check_and_limit(log: Path) -> None:
 
     async def produce() -> None:
         await asyncio.sleep(0.02)
-        with contextlib.closing(LogWriter(log, max_size=0)) as writer:
+        with contextlib.closing(CRILog(log)) as writer:
             writer.write(STDOUT, b"0123456789\n")
 
     # limitBytes ends a follow even though the container keeps running
     assert asyncio.run(follow(log, {"tailLines": "0", "limitBytes": "5"}, running, produce)) == b"01234"
 
 
-def write_rotating(writer: LogWriter, expected: list[bytes], i: int) -> None:
+def write_rotating(writer: CRILog, expected: list[bytes], i: int) -> None:
     if i % 7 == 0:  # a partial record, often the last one of a file before its rotation
         writer.write(STDOUT, b"p%d-" % i)
         expected.append(b"p%d-" % i)
@@ -461,7 +462,7 @@ def test_follow_across_rotations_loses_and_duplicates_nothing(tmp_path: Path, in
     path = tmp_path / "0.log"
     container = Container()
     expected: list[bytes] = []
-    writer = LogWriter(path, max_size=400, max_files=1000)  # about eight records a file
+    writer = CRILog(path, max_size=400)  # about eight records a file, several rotations a second
 
     def produce_blocking() -> None:  # like a shim: another thread of control
         for i in range(300):
@@ -528,50 +529,3 @@ def test_aclose_before_iterating_closes_the_file(log: Path) -> None:
         assert stream.closed
 
     asyncio.run(run())
-
-
-# ---------------------------------------------------------------------------------------- writer
-
-
-@pytest.mark.parametrize(
-    ("writes", "records"),
-    [
-        pytest.param([b"a\nb\n"], [("F", b"a"), ("F", b"b")], id="lines"),
-        pytest.param([b"ab", b"c\n"], [("P", b"ab"), ("F", b"c")], id="unterminated-then-rest"),
-        pytest.param([b"\n"], [("F", b"")], id="empty-line"),
-        pytest.param([b""], [], id="nothing"),
-        pytest.param([b"x" * 10 + b"\n"], [("P", b"xxxx"), ("P", b"xxxx"), ("F", b"xx")], id="long-line-split"),
-        pytest.param([b"x" * 8], [("P", b"xxxx"), ("P", b"xxxx")], id="long-unterminated"),
-    ],
-)
-def test_writer_records(tmp_path: Path, writes: list[bytes], records: list[tuple[str, bytes]]) -> None:
-    path = tmp_path / "0.log"
-    with contextlib.closing(LogWriter(path, clock=FakeClock(start=T0 / S))) as writer:
-        for data in writes:
-            writer.write(STDOUT, data, max_line=4)
-    parsed = [parse_record(line) for line in path.read_bytes().splitlines()]
-    assert [(r.tag, r.content) for r in parsed] == records
-    assert all(r.timestamp == T0 and r.stream == STDOUT for r in parsed)
-
-
-def test_writer_rotation_names_and_retention(tmp_path: Path) -> None:
-    path = tmp_path / "0.log"
-    clock = FakeClock(start=T0 / S)
-    with contextlib.closing(LogWriter(path, max_size=100, max_files=3, clock=clock)) as writer:
-        for i in range(20):
-            writer.write_record(STDOUT, "F", b"record %02d" % i)  # 44 bytes: two per file
-    rotated = sorted(p for p in os.listdir(tmp_path) if p != "0.log")
-    # nine rotations in the same clock second: each name moves on a second, so names keep their order
-    assert rotated == ["0.log.20261121-090400", "0.log.20261121-090401"]
-    lines = b"".join((tmp_path / p).read_bytes() for p in [*rotated, "0.log"]).splitlines()
-    assert [parse_record(line).content for line in lines] == [b"record %02d" % i for i in range(14, 20)]
-
-
-def test_writer_appends_to_an_existing_file_and_checks_max_files(tmp_path: Path) -> None:
-    path = tmp_path / "0.log"
-    path.write_bytes(encode_record(T0, STDOUT, "F", b"before"))
-    with contextlib.closing(LogWriter(path, max_size=0)) as writer:
-        writer.write_record(STDERR, "F", b"after", ts=T0 + 1)
-    assert [parse_record(line).content for line in path.read_bytes().splitlines()] == [b"before", b"after"]
-    with pytest.raises(InvalidInput):
-        LogWriter(path, max_files=0)

@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from kubeletapi.errors import StartupError
+from kubeletapi.runtime.logfiles import rotated_files
 from kubeletapi.runtime.process import shimbuild
 
 IS_ROOT = os.geteuid() == 0
@@ -315,6 +316,8 @@ def test_log_rotation_bounds_files_and_loses_no_line_in_what_is_kept(run: RunShi
         assert m is not None
         return m[1], int(m[2] or 0)
 
+    # The shim's names are those of the agent's grammar, in the same order.
+    assert rotated_files(str(c.log)) == [str(p) for p in sorted(rotated, key=age)]
     kept: list[Record] = []
     for path in [*sorted(rotated, key=age), c.log]:
         records = parse_records(path)

@@ -11,8 +11,9 @@ from fastapi import FastAPI, Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 
 from kubeletapi.errors import KubeletError, NotFound
-from kubeletapi.runtime.logoptions import PodLogOptionsError, decode_pod_log_options
+from kubeletapi.runtime.logoptions import PodLogOptionsError
 from kubeletapi.server.host import Host
+from kubeletapi.server.logquery import decode_pod_log_options
 from kubeletapi.server.routing import authz
 
 

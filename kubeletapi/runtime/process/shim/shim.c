@@ -535,7 +535,9 @@ static int log_open(struct logfile *lf, const char *path, long long max_size, in
 }
 
 /* Rotated names are "<base>.YYYYMMDD-HHMMSS" plus ".N" when a second rotation happens within the
- * same second. Returns N (0 without suffix) or -1 when `name` is not a rotated file of `base`. */
+ * same second: the grammar of kubeletapi/runtime/logfiles.py, which the agent's readers and its
+ * rotation of containerd's logs use (keep the two in step; ".gz" names are in neither).
+ * Returns N (0 without suffix) or -1 when `name` is not a rotated file of `base`. */
 static long rotated_seq(const char *name, const char *base)
 {
     size_t bl = strlen(base);

@@ -13,16 +13,15 @@ it): close_stdin stops writing, nothing more.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
-import re
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 from kubeletapi.errors import InvalidInput, Unavailable
+from kubeletapi.runtime.logfiles import AtEnd, FollowedFile
 from kubeletapi.runtime.logs import parse_record
 from kubeletapi.runtime.process.streams.fdio import Fds, Output, Stdin
 from kubeletapi.runtime.streaming import STDERR, STDOUT, StreamOptions
@@ -35,23 +34,20 @@ ATTACH_READ_MAX = 1024 * 1024  # attach: log bytes read per step before yielding
 READ_CHUNK = 64 * 1024
 
 
-_ROTATED = r"\.(\d{8}-\d{6})(?:\.(\d+))?"
-
-
 class LogFollower:
     """Reads CRI records appended to a container's log from now on, across the shim's rotations
-    (`<path>.<YYYYMMDD-HHMMSS>[.N]`, N counting rotations within one second)."""
+    (runtime.logfiles.FollowedFile)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._rotated = re.compile(re.escape(os.path.basename(path)) + _ROTATED)
         try:
-            self.fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         except OSError as exc:
             raise Unavailable(f'cannot open the log of the container "{path}": {exc.strerror}') from exc
-        end = os.lseek(self.fd, 0, os.SEEK_END)
+        self._file = FollowedFile(path, fd)
+        end = os.lseek(fd, 0, os.SEEK_END)
         # Starting inside a record (being written now): skip to the next whole one.
-        self._skip = end > 0 and os.pread(self.fd, 1, end - 1) != b"\n"
+        self._skip = end > 0 and os.pread(fd, 1, end - 1) != b"\n"
         self._rest = b""
 
     def read(self, opts: StreamOptions) -> tuple[list[tuple[int, bytes]], int]:
@@ -59,7 +55,7 @@ class LogFollower:
         joined), and the number of bytes read."""
         parts, size = [], 0
         while size < ATTACH_READ_MAX:
-            got = os.read(self.fd, READ_CHUNK)
+            got = os.read(self._file.fd, READ_CHUNK)
             parts.append(got)
             size += len(got)
             if len(got) < READ_CHUNK:
@@ -92,52 +88,17 @@ class LogFollower:
             chunks.append((kind, joined))
         return chunks, len(data)
 
-    def replaced(self) -> bool:
-        """True once the path names another file: ours was rotated away."""
-        try:
-            now = os.stat(self.path)
-        except FileNotFoundError:
-            return False  # renamed, the new one not created yet
-        mine = os.fstat(self.fd)
-        return (now.st_dev, now.st_ino) != (mine.st_dev, mine.st_ino)
-
-    def switch(self) -> None:
-        """Go on with the file written after ours: a rotated one if several rotations happened
-        since, else the current log."""
-        nxt = self._next_file()
-        try:
-            fd = os.open(nxt, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
-            return  # pruned or renamed meanwhile: look again next time
-        os.close(self.fd)
-        self.fd = fd
-        self._rest = b""
-        self._skip = False
-
-    def _next_file(self) -> str:
-        directory = os.path.dirname(self.path) or "."
-        rotated = []
-        for name in os.listdir(directory):
-            m = self._rotated.fullmatch(name)
-            if m:
-                rotated.append(((m.group(1), int(m.group(2) or -1)), os.path.join(directory, name)))
-        rotated.sort()
-        mine = os.fstat(self.fd)
-        stats = []
-        for _, path in rotated:
-            with contextlib.suppress(FileNotFoundError):
-                stats.append((path, os.stat(path)))
-        for i, (_, st) in enumerate(stats):
-            if (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino):
-                return stats[i + 1][0] if i + 1 < len(stats) else self.path
-        # Ours was pruned already: what was rotated after it was last written.
-        later = [path for path, st in stats if st.st_mtime_ns >= mine.st_mtime_ns]
-        return later[0] if later else self.path
+    def at_end(self) -> AtEnd:
+        """FollowedFile.at_end; the unterminated rest of a file left behind is dropped (the shim
+        ends every record with a newline)."""
+        step = self._file.at_end()
+        if step is AtEnd.MOVED:
+            self._rest = b""
+            self._skip = False
+        return step
 
     def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        self._file.close()
 
 
 class AttachSession:
@@ -189,13 +150,7 @@ class AttachSession:
                 if not chunks:
                     await asyncio.sleep(0)  # a long stretch of records filtered out: let others run
                 continue
-            if self._follower.replaced():  # nothing is appended to ours any more: read it to its end
-                while True:
-                    chunks, got = self._follower.read(self._opts)
-                    self._pending.extend(chunks)
-                    if not got:
-                        break
-                self._follower.switch()
+            if self._follower.at_end() is not AtEnd.WAIT:  # rotated: read ours to its end, then the next
                 continue
             if self._exiting:
                 self._ended = True
