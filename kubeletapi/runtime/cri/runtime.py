@@ -346,24 +346,12 @@ class CRIRuntime:
             request.sandbox_config.CopyFrom(convert.sandbox_config(sandbox, convert.dns_config(self._resolv_conf)))
         return (await self._client.call(rpc.PULL_IMAGE, request)).image_ref
 
-    async def list_images(self) -> list[Image]:
-        answer = await self._client.call(rpc.LIST_IMAGES, pb.ListImagesRequest())
-        return [convert.image(i) for i in answer.images]
-
-    async def remove_image(self, image: str) -> None:
-        """Remove the image (every tag of the same content goes with it)."""
-        await self._client.call(rpc.REMOVE_IMAGE, pb.RemoveImageRequest(image=pb.ImageSpec(image=image)))
-
     async def image_fs_info(self) -> ImageFsInfo:
         answer = await self._client.call(rpc.IMAGE_FS_INFO, pb.ImageFsInfoRequest())
         return ImageFsInfo(tuple(stats.filesystem(f) for f in answer.image_filesystems),
                            tuple(stats.filesystem(f) for f in answer.container_filesystems))
 
     # --- stats -----------------------------------------------------------------------------------
-    async def container_stats(self, container_id: str) -> stats.ContainerStats:
-        answer = await self._client.call(rpc.CONTAINER_STATS, pb.ContainerStatsRequest(container_id=container_id))
-        return stats.container(answer.stats)
-
     async def list_container_stats(self, sandbox_id: str = "") -> list[stats.ContainerStats]:
         request = pb.ListContainerStatsRequest(filter=pb.ContainerStatsFilter(pod_sandbox_id=sandbox_id))
         answer = await self._client.call(rpc.LIST_CONTAINER_STATS, request)
