@@ -23,7 +23,7 @@ from typing import Protocol
 from kubeletapi.cgroups.read_common import CgroupReader
 from kubeletapi.cgroups.stats import CgroupSample, CpuStats, MemoryStats
 from kubeletapi.errors import KubeletError
-from kubeletapi.procread import read_head
+from kubeletapi.procread import read_stat
 from kubeletapi.stats.diskstats import read_diskstats
 from kubeletapi.stats.du import dir_usage
 from kubeletapi.stats.fs import FsStats, MountTable, fs_stats
@@ -37,7 +37,7 @@ from kubeletapi.stats.netdev import (
     summary_interface,
 )
 from kubeletapi.stats.node import NodeMemory, cpu_usage, load_average, node_memory, rlimit
-from kubeletapi.stats.proctree import CLK_TCK, ProcessTable, ProcessTreeStats, parse_stat
+from kubeletapi.stats.proctree import CLK_TCK, ProcessTable, ProcessTreeStats
 from kubeletapi.stats.runtimestats import RuntimeStats, RuntimeUsage
 from kubeletapi.stats.snapshot import (
     NS_PER_S,
@@ -335,7 +335,7 @@ class _Cycle:
         entries = []
         for pid in pids:
             try:
-                entries.append(parse_stat(pid, read_head(f"{self.cfg.roots.proc}/{pid}/stat")))
+                entries.append(read_stat(pid, self.cfg.roots.proc))
             except (OSError, ValueError, IndexError):
                 continue
         table = ProcessTable(entries)
@@ -432,6 +432,6 @@ def _processes_of(sample: CgroupSample) -> int:
 def own_start_ns(proc_root: Path = Path("/proc"), pid: int | None = None) -> int:
     """This process's start time (Unix ns), from its stat start ticks and the boot time."""
     pid = os.getpid() if pid is None else pid
-    entry = parse_stat(pid, read_head(f"{proc_root}/{pid}/stat"))
+    entry = read_stat(pid, proc_root)
     return ((boot_time(proc_root) or 0) * NS_PER_S) + entry.start_ticks * NS_PER_S // CLK_TCK
 
