@@ -6,8 +6,8 @@ and the read is skipped, an unreadable node source is recorded in `Snapshot.erro
 fails the way the kubelet's does) and never stops the cycle.
 
 Without cgroups (not root, or no cgroup hierarchy) pods and containers are measured from their
-process trees (/proc/<pid>/stat), under synthetic paths `process:<...>` that the cAdvisor
-endpoint does not export (there is no cgroup to name).
+process trees (/proc/<pid>/stat): Observed with source PROCESS_TREE, which the cAdvisor endpoint
+does not export (there is no cgroup to name); a CRI runtime's reports are source RUNTIME.
 """
 
 from __future__ import annotations
@@ -47,14 +47,13 @@ from kubeletapi.stats.snapshot import (
     NodeSnap,
     Observed,
     PodSnap,
+    SampleSource,
     Snapshot,
     SystemContainer,
     VolumeSnap,
 )
 
 log = logging.getLogger(__name__)
-PROCESS = "process:"  # the path prefix of samples taken from process trees
-RUNTIME = "cri:"  # the path prefix of samples a CRI runtime reported (never exported to cAdvisor)
 QOS_CHILDREN = ("burstable", "besteffort")
 
 
@@ -180,13 +179,13 @@ class _Cycle:
         self._prev_node = prev.node if prev is not None else None
 
     # --- observation ---------------------------------------------------------------------------
-    def observe(self, sample: CgroupSample | None) -> Observed | None:
+    def observe(self, sample: CgroupSample | None, source: SampleSource = SampleSource.CGROUP) -> Observed | None:
         if sample is None:
             return None
-        before = self._prev.get(sample.path)
+        before = self._prev.get((source, sample.path))
         if before is not None and before.created_ns != sample.created_ns:
             before = None  # another cgroup (or process) under the same name
-        return Observed(sample, before)
+        return Observed(sample, before, source)
 
     def cgroup(self, path: str) -> Observed | None:
         reader = self.c.reader
@@ -251,13 +250,13 @@ class _Cycle:
         return self._fs(info.mountpoint, "imageFs"), used
 
     def runtime_observed(self, key: str, usage: RuntimeUsage | None, created_ns: int) -> Observed | None:
-        """A runtime's report as an Observed sample (path `cri:<key>`), so CPU rates come from the
-        cumulative counters of two cycles like every other sample."""
+        """A runtime's report as an Observed sample (source RUNTIME, path `key`), so CPU rates come
+        from the cumulative counters of two cycles like every other sample."""
         if usage is None or (usage.cpu_usage_ns is None and usage.memory is None):
             return None
         cpu = CpuStats(usage_ns=usage.cpu_usage_ns) if usage.cpu_usage_ns is not None else None
-        return self.observe(CgroupSample(path=RUNTIME + key, timestamp_ns=usage.timestamp_ns, cpu=cpu,
-                                         memory=usage.memory, created_ns=created_ns))
+        return self.observe(CgroupSample(path=key, timestamp_ns=usage.timestamp_ns, cpu=cpu,
+                                         memory=usage.memory, created_ns=created_ns), SampleSource.RUNTIME)
 
     def _meminfo(self) -> NodeMemory:
         try:
@@ -313,7 +312,7 @@ class _Cycle:
     ) -> tuple[SystemContainer, ...]:
         """Without cgroups, the `pods` system container is the sum of every pod's process trees."""
         parts = [p.stats.cur for p in pods if p.stats is not None]
-        summed = self.observe(_sum_samples(PROCESS + "pods", self.c.now_ns(), parts, 0))
+        summed = self.observe(_sum_samples("pods", self.c.now_ns(), parts, 0), SampleSource.PROCESS_TREE)
         return (*system, SystemContainer("pods", summed, self.cfg.agent_start_ns)) if summed else system
 
     def cgroups(self) -> tuple[Observed, ...]:
@@ -341,7 +340,8 @@ class _Cycle:
         table = ProcessTable(entries)
         stats = table.tree_stats(e.pid for e in entries) if entries else ProcessTreeStats(0, 0, 0, 0, 0, 0)
         start = min((e.start_ticks for e in entries), default=0)
-        return self.observe(_tree_sample(PROCESS + name, self.c.now_ns(), stats, self._start_ns(start)))
+        sample = _tree_sample(name, self.c.now_ns(), stats, self._start_ns(start))
+        return self.observe(sample, SampleSource.PROCESS_TREE)
 
     def _start_ns(self, ticks: int) -> int:
         boot = self.c.machine.boot_time or 0
@@ -354,7 +354,8 @@ class _Cycle:
             stats = self.cgroup(ref.cgroup)
         else:
             parts = [c.stats.cur for c in containers if c.stats is not None]
-            stats = self.observe(_sum_samples(PROCESS + "pod:" + ref.uid, self.c.now_ns(), parts, ref.created_ns))
+            stats = self.observe(_sum_samples("pod:" + ref.uid, self.c.now_ns(), parts, ref.created_ns),
+                                 SampleSource.PROCESS_TREE)
         volumes = tuple(
             VolumeSnap(v, self._fs(v.path, ""), self.c.volumes.get(v.path)) for v in ref.volumes
         )
@@ -372,7 +373,7 @@ class _Cycle:
             stats = self.cgroup(ref.cgroup)
         elif ref.pid:
             tree = self.table().tree_stats([ref.pid])
-            stats = self.observe(_tree_sample(PROCESS + ref.id, self.c.now_ns(), tree, ref.started_ns))
+            stats = self.observe(_tree_sample(ref.id, self.c.now_ns(), tree, ref.started_ns), SampleSource.PROCESS_TREE)
         else:
             stats = None
         logs = self.c.host_fs.usage(ref.log_dir) if ref.log_dir is not None else None
@@ -386,10 +387,10 @@ class _Cycle:
                              runtime_nano_cores=reported.nano_cores or None, rootfs=rootfs)
 
 
-def _previous_samples(prev: Snapshot | None) -> dict[str, CgroupSample]:
+def _previous_samples(prev: Snapshot | None) -> dict[tuple[SampleSource, str], CgroupSample]:
     if prev is None:
         return {}
-    out: dict[str, CgroupSample] = {}
+    out: dict[tuple[SampleSource, str], CgroupSample] = {}
     observed: list[Observed | None] = [prev.node.root, *(s.stats for s in prev.system), *prev.cgroups]
     for pod in prev.pods:
         observed += [pod.stats, pod.runtime]
@@ -397,7 +398,7 @@ def _previous_samples(prev: Snapshot | None) -> dict[str, CgroupSample]:
             observed += [c.stats, c.runtime]
     for obs in observed:
         if obs is not None:
-            out[obs.cur.path] = obs.cur
+            out[(obs.source, obs.cur.path)] = obs.cur
     return out
 
 
