@@ -17,7 +17,6 @@ from kubeletapi.cgroups.resources import QOSClass, qos_parent
 from kubeletapi.clock import Clock
 from kubeletapi.config import KubeletConfiguration, NodeOptions
 from kubeletapi.errors import KubeletError
-from kubeletapi.kubelet.cristats import CRIStatsSource
 from kubeletapi.kubelet.pods import PodServices
 from kubeletapi.metrics.cadvisor import render_cadvisor
 from kubeletapi.metrics.resource import render_resource
@@ -62,7 +61,7 @@ class StatsServices:
         self._cache = RenderCache(clock.monotonic)
         self.housekeeper = Housekeeper(self.collector, pods, clock, opts.housekeeping_interval.seconds,
                                        cfg.volume_stats_agg_period.seconds or 60.0, self._prepare,
-                                       CRIStatsSource(pods.cri, now_ns) if pods.cri is not None else None)
+                                       pods.cri.stats_source(now_ns) if pods.cri is not None else None)
         self.sink: InfluxSink | None = None
         if opts.influxdb is not None:
             influx = opts.influxdb

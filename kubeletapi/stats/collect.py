@@ -24,6 +24,7 @@ from kubeletapi.cgroups.read_common import CgroupReader
 from kubeletapi.cgroups.stats import CgroupSample, CpuStats, MemoryStats
 from kubeletapi.errors import KubeletError
 from kubeletapi.procread import read_stat
+from kubeletapi.runtime.stats import RuntimeStats, RuntimeUsage
 from kubeletapi.stats.diskstats import read_diskstats
 from kubeletapi.stats.du import dir_usage
 from kubeletapi.stats.fs import FsStats, MountTable, fs_stats
@@ -38,7 +39,6 @@ from kubeletapi.stats.netdev import (
 )
 from kubeletapi.stats.node import NodeMemory, cpu_usage, load_average, node_memory, rlimit
 from kubeletapi.stats.proctree import CLK_TCK, ProcessTable, ProcessTreeStats
-from kubeletapi.stats.runtimestats import RuntimeStats, RuntimeUsage
 from kubeletapi.stats.snapshot import (
     NS_PER_S,
     ContainerSnap,
@@ -150,7 +150,7 @@ class Collector:
 
     def collect(self, pods: Sequence[PodRef], runtime_pids: Sequence[int], prev: Snapshot | None,
                 generation: int, runtime: RuntimeStats | None = None) -> Snapshot:
-        """One cycle; `runtime`: what a CRI runtime reported this cycle (runtimestats.py)."""
+        """One cycle; `runtime`: what a CRI runtime reported this cycle (stats/runtimestats.py)."""
         cpu_start = time.thread_time()
         cycle = _Cycle(self, prev, runtime)
         node = cycle.node()

@@ -15,9 +15,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from kubeletapi.aio import cancel_and_wait
 from kubeletapi.clock import Clock
 from kubeletapi.errors import KubeletError
+from kubeletapi.runtime.stats import RuntimeStats
 from kubeletapi.stats.collect import Collector
 from kubeletapi.stats.inventory import Inventory, PodRef
-from kubeletapi.stats.runtimestats import RuntimeStats, RuntimeStatsSource
+from kubeletapi.stats.runtimestats import RuntimeStatsSource
 from kubeletapi.stats.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
