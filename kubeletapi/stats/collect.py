@@ -137,7 +137,7 @@ class VolumeUsageCache:
 
 
 class Collector:
-    """Builds Snapshots; holds only what is constant (machine info) and caches (mounts)."""
+    """Builds Snapshots; holds only what is constant (machine info) and caches (mounts, volume usage)."""
 
     def __init__(self, cfg: CollectorConfig, reader: CgroupReader | None, now_ns: Callable[[], int],
                  host_fs: HostFs | None = None, volumes: VolumeUsageCache | None = None) -> None:
@@ -147,6 +147,19 @@ class Collector:
         self.host_fs: HostFs = host_fs or OsHostFs(cfg.roots.proc, now_ns)
         self.volumes = volumes or VolumeUsageCache()
         self.machine: MachineInfo = machine_info(cfg.roots.proc, cfg.roots.sys, cfg.roots.etc)
+
+    def measure_new_volumes(self, pods: Sequence[PodRef]) -> None:
+        """Measure the volumes of `pods` not measured yet (a new pod's, in its first cycle), keeping
+        every other figure."""
+        self.volumes.add_new((v.path for p in pods for v in p.volumes), self.host_fs)
+
+    def refresh_volumes(self, pods: Sequence[PodRef]) -> None:
+        """Measure every volume of `pods` again, and the process runtime's state directory (the
+        imageFs usage); blocking (directory walks), so housekeeping runs it in a worker thread."""
+        paths = [v.path for p in pods for v in p.volumes]
+        if self.cfg.runtime_dir is not None:
+            paths.append(self.cfg.runtime_dir)
+        self.volumes.refresh(paths, self.host_fs)
 
     def collect(self, pods: Sequence[PodRef], runtime_pids: Sequence[int], prev: Snapshot | None,
                 generation: int, runtime: RuntimeStats | None = None) -> Snapshot:
