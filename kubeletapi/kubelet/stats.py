@@ -39,7 +39,11 @@ def _reader() -> CgroupReader | None:
         return None
 
 
-class StatsServices:
+class StatsProvider:
+    """The kubelet's stats provider, wired: the collector and its housekeeping loop (with the CRI
+    runtime's stats when there is one), the InfluxDB sink when configured, and the bodies of the
+    stats endpoints that Host serves (summary, /metrics/resource, /metrics/cadvisor)."""
+
     def __init__(self, cfg: KubeletConfiguration, opts: NodeOptions, node_name: str, clock: Clock,
                  pods: PodServices) -> None:
         node = pods.node

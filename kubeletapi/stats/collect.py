@@ -182,7 +182,7 @@ class _Cycle:
     """The state of one collection: its time, the previous samples, the errors so far."""
 
     def __init__(self, collector: Collector, prev: Snapshot | None, runtime: RuntimeStats | None = None) -> None:
-        self.c = collector
+        self.collector = collector
         self.cfg = collector.cfg
         self.now = collector.now_ns()
         self.errors: list[str] = []
@@ -201,11 +201,11 @@ class _Cycle:
         return Observed(sample, before, source)
 
     def cgroup(self, path: str) -> Observed | None:
-        reader = self.c.reader
+        reader = self.collector.reader
         if reader is None or not path:
             return None
         try:
-            return self.observe(reader.sample(path, self.c.now_ns()))
+            return self.observe(reader.sample(path, self.collector.now_ns()))
         except KubeletError as exc:
             log.warning("stats: cannot read cgroup %s: %s", path, exc)
             return None
@@ -227,21 +227,21 @@ class _Cycle:
         except KubeletError as exc:
             log.warning("stats: %s", exc)
             interfaces = ()
-        network_ns = self.c.now_ns()
+        network_ns = self.collector.now_ns()
         names = [i.name for i in interfaces]
         route = None if KUBELET_DEFAULT_INTERFACE in names else default_interface(roots.proc)
         flattened = summary_interface(names, route)
         rootfs = self._fs(self.cfg.root_dir, "rootFs")
         imagefs, imagefs_used = self._image_fs()
         logsfs = self._fs(self.cfg.pod_logs_dir, "")
-        machine = self.c.machine
+        machine = self.collector.machine
         return NodeSnap(
             name=self.cfg.node_name, boot_ns=(machine.boot_time or 0) * NS_PER_S, machine=machine, root=root,
             meminfo=meminfo, load=load_average(roots.proc), interfaces=interfaces,
             default_interface=flattened, network_ns=network_ns,
             rootfs=rootfs, imagefs=imagefs, imagefs_used=imagefs_used,
             logsfs=logsfs, disks=tuple(read_diskstats(roots.proc)), rlimit=rlimit(roots.proc),
-            rlimit_ns=self.c.now_ns(),
+            rlimit_ns=self.collector.now_ns(),
         )
 
     def _image_fs(self) -> tuple[FsSample | None, FsUsage | None]:
@@ -249,7 +249,7 @@ class _Cycle:
         (the last known figures when the runtime did not answer this cycle), else the filesystem
         of the process runtime's state directory and what that directory takes."""
         if self.cfg.runtime_dir is not None:
-            return self._fs(self.cfg.runtime_dir, "imageFs"), self.c.volumes.get(self.cfg.runtime_dir)
+            return self._fs(self.cfg.runtime_dir, "imageFs"), self.collector.volumes.get(self.cfg.runtime_dir)
         info = self._runtime.image_fs if self._runtime is not None else None
         if info is None:
             prev = self._prev_node
@@ -285,7 +285,7 @@ class _Cycle:
         except KubeletError:
             return None
         return CgroupSample(
-            path="/", timestamp_ns=self.c.now_ns(),
+            path="/", timestamp_ns=self.collector.now_ns(),
             cpu=CpuStats(usage_ns=cpu.usage_ns, user_ns=cpu.user_ns, system_ns=cpu.system_ns),
             memory=MemoryStats(usage=mem.usage, working_set=mem.working_set, rss=mem.anon,
                                cache=mem.cached + mem.buffers, swap=mem.swap_used,
@@ -294,7 +294,7 @@ class _Cycle:
 
     def _fs(self, path: Path, what: str) -> FsSample | None:
         try:
-            return FsSample(self.c.host_fs.stats(path), self.c.now_ns())
+            return FsSample(self.collector.host_fs.stats(path), self.collector.now_ns())
         except KubeletError as exc:
             if what:
                 self.errors.append(f"failed to get {what} stats: {exc}")
@@ -325,7 +325,7 @@ class _Cycle:
     ) -> tuple[SystemContainer, ...]:
         """Without cgroups, the `pods` system container is the sum of every pod's process trees."""
         parts = [p.stats.cur for p in pods if p.stats is not None]
-        summed = self.observe(_sum_samples("pods", self.c.now_ns(), parts, 0), SampleSource.PROCESS_TREE)
+        summed = self.observe(_sum_samples("pods", self.collector.now_ns(), parts, 0), SampleSource.PROCESS_TREE)
         return (*system, SystemContainer("pods", summed, self.cfg.agent_start_ns)) if summed else system
 
     def cgroups(self) -> tuple[Observed, ...]:
@@ -353,24 +353,24 @@ class _Cycle:
         table = ProcessTable(entries)
         stats = table.tree_stats(e.pid for e in entries) if entries else ProcessTreeStats(0, 0, 0, 0, 0, 0)
         start = min((e.start_ticks for e in entries), default=0)
-        sample = _tree_sample(name, self.c.now_ns(), stats, self._start_ns(start))
+        sample = _tree_sample(name, self.collector.now_ns(), stats, self._start_ns(start))
         return self.observe(sample, SampleSource.PROCESS_TREE)
 
     def _start_ns(self, ticks: int) -> int:
-        boot = self.c.machine.boot_time or 0
+        boot = self.collector.machine.boot_time or 0
         return boot * NS_PER_S + ticks * NS_PER_S // CLK_TCK if ticks else 0
 
     # --- pods ----------------------------------------------------------------------------------
     def pod(self, ref: PodRef) -> PodSnap:
         containers = tuple(self.container(c) for c in ref.containers if c.running)
-        if ref.cgroup and self.c.reader is not None:
+        if ref.cgroup and self.collector.reader is not None:
             stats = self.cgroup(ref.cgroup)
         else:
             parts = [c.stats.cur for c in containers if c.stats is not None]
-            stats = self.observe(_sum_samples("pod:" + ref.uid, self.c.now_ns(), parts, ref.created_ns),
+            stats = self.observe(_sum_samples("pod:" + ref.uid, self.collector.now_ns(), parts, ref.created_ns),
                                  SampleSource.PROCESS_TREE)
         volumes = tuple(
-            VolumeSnap(v, self._fs(v.path, ""), self.c.volumes.get(v.path)) for v in ref.volumes
+            VolumeSnap(v, self._fs(v.path, ""), self.collector.volumes.get(v.path)) for v in ref.volumes
         )
         counts = [_processes_of(c.stats.cur) for c in containers if c.stats is not None and not c.ref.sandbox]
         process_count = sum(counts) if counts else None
@@ -382,14 +382,15 @@ class _Cycle:
                        runtime_nano_cores=reported.nano_cores or None if reported is not None else None)
 
     def container(self, ref: ContainerRef) -> ContainerSnap:
-        if ref.cgroup and self.c.reader is not None:
+        if ref.cgroup and self.collector.reader is not None:
             stats = self.cgroup(ref.cgroup)
         elif ref.pid:
             tree = self.table().tree_stats([ref.pid])
-            stats = self.observe(_tree_sample(ref.id, self.c.now_ns(), tree, ref.started_ns), SampleSource.PROCESS_TREE)
+            sample = _tree_sample(ref.id, self.collector.now_ns(), tree, ref.started_ns)
+            stats = self.observe(sample, SampleSource.PROCESS_TREE)
         else:
             stats = None
-        logs = self.c.host_fs.usage(ref.log_dir) if ref.log_dir is not None else None
+        logs = self.collector.host_fs.usage(ref.log_dir) if ref.log_dir is not None else None
         reported = self._runtime.containers.get(ref.id) if self._runtime is not None else None
         if reported is None:
             return ContainerSnap(ref, stats, logs)
