@@ -27,7 +27,7 @@ from kubeletapi.health import HealthCheck, LogFlushMonitor, PingCheck, SyncLoopC
 from kubeletapi.kubelet import streams
 from kubeletapi.kubelet.pods import PodWiring
 from kubeletapi.kubelet.security import SecurityWiring, tls_files
-from kubeletapi.kubelet.stats import StatsServices
+from kubeletapi.kubelet.stats import StatsProvider
 from kubeletapi.metrics.kubelet import KubeletMetrics
 from kubeletapi.metrics.pods import LogUsageCollector, PodMetrics
 from kubeletapi.metrics.probes import ProbeMetrics
@@ -72,7 +72,7 @@ class Kubelet:
             SyncLoopCheck(self.clock, cfg.sync_frequency.seconds, lambda: self._sync_entry),
         ]
         self._registries: dict[str, CollectorRegistry] = {"metrics": new_registry(), "probes": new_registry()}
-        self.stats: StatsServices | None = None
+        self.stats: StatsProvider | None = None
 
     # --- Host ---------------------------------------------------------------------------------
     @property
@@ -132,7 +132,7 @@ class Kubelet:
         assert self.pods is not None, "the agent is not started"
         return self.pods
 
-    def _stats(self) -> StatsServices:
+    def _stats(self) -> StatsProvider:
         assert self.stats is not None, "the agent is not started"
         return self.stats
 
@@ -143,7 +143,7 @@ class Kubelet:
             metrics = PodMetrics(self._registries["metrics"])
             self.pods = PodWiring(self.cfg, self.opts, self.node_name, str(self.node_ips[0]), self.clock, metrics)
             self._registries["metrics"].register(LogUsageCollector(self.pods.inventory.log_dirs))
-            self.stats = StatsServices(self.cfg, self.opts, self.node_name, self.clock, self.pods)
+            self.stats = StatsProvider(self.cfg, self.opts, self.node_name, self.clock, self.pods)
             if self.stats.sink is not None:
                 self._registries["metrics"].register(SinkCollector(self.stats.sink.counts))
             self.pods.probes.add_observer(

@@ -18,7 +18,6 @@ from kubeletapi.cm.cgroupnames import qos_parent
 from kubeletapi.cm.qos import QOSClass
 from kubeletapi.config import KubeletConfiguration, NodeOptions
 from kubeletapi.errors import KubeletError
-from kubeletapi.kubelet.cristats import CRIStatsSource
 from kubeletapi.kubelet.pods import PodWiring
 from kubeletapi.metrics.cadvisor import render_cadvisor
 from kubeletapi.metrics.resource import render_resource
@@ -41,7 +40,11 @@ def _reader() -> CgroupReader | None:
         return None
 
 
-class StatsServices:
+class StatsProvider:
+    """The kubelet's stats provider, wired: the collector and its housekeeping loop (with the CRI
+    runtime's stats when there is one), the InfluxDB sink when configured, and the bodies of the
+    stats endpoints that Host serves (summary, /metrics/resource, /metrics/cadvisor)."""
+
     def __init__(self, cfg: KubeletConfiguration, opts: NodeOptions, node_name: str, clock: Clock,
                  pods: PodWiring) -> None:
         node = pods.node
@@ -63,7 +66,7 @@ class StatsServices:
         self._cache = RenderCache(clock.monotonic)
         self.housekeeper = Housekeeper(self.collector, pods.inventory, clock, opts.housekeeping_interval.seconds,
                                        cfg.volume_stats_agg_period.seconds or 60.0, self._prepare,
-                                       CRIStatsSource(pods.cri, now_ns) if pods.cri is not None else None)
+                                       pods.cri.stats_source(now_ns) if pods.cri is not None else None)
         self.sink: InfluxSink | None = None
         if opts.influxdb is not None:
             influx = opts.influxdb

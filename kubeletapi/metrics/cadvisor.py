@@ -8,8 +8,8 @@ cadvisor_specs.py; this module picks the exported cgroups, labels them and write
 
 Exported cgroups: snap.cgroups (the root, the kubepods root and its QoS children), the node root
 (snap.node.root) when no cgroup sample of "/" exists, the system containers, and every pod and
-running container whose stats path is a cgroup (starts with "/"; "process:..." samples of
-process trees have no cgroup to name and are left out). A path is exported once; a pod's or
+running container whose stats are a cgroup's (SampleSource.CGROUP; process trees and runtime
+reports have no cgroup to name and are left out). A path is exported once; a pod's or
 container's labels win over an unlabeled duplicate. Labels on every container_* series are
 exactly container, id, image, name, namespace and pod (the kubelet's containerPrometheusLabelsFunc):
 id is the cgroup path; a container's cgroup has container = its name, name = its ID and image =
@@ -92,7 +92,7 @@ from kubeletapi.metrics.cadvisor_specs import (
 )
 from kubeletapi.metrics.exposition import escape, go_float
 from kubeletapi.stats.machine import MachineInfo
-from kubeletapi.stats.snapshot import NS_PER_S, DiskIO, FsSample, Observed, Snapshot
+from kubeletapi.stats.snapshot import NS_PER_S, DiskIO, FsSample, Observed, SampleSource, Snapshot
 
 __all__ = ["DEFAULT_SETS", "render_cadvisor"]
 
@@ -144,7 +144,7 @@ def _targets(snap: Snapshot) -> list[Target]:
     def add(obs: Observed, container: str, name: str, image: str, pod: str, namespace: str) -> None:
         sample = obs.cur
         path = sample.path
-        if not path.startswith("/") or path in seen:
+        if obs.source is not SampleSource.CGROUP or path in seen:
             return
         seen.add(path)
         key = (container, path, image, name, namespace, pod)

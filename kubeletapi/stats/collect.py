@@ -6,8 +6,8 @@ and the read is skipped, an unreadable node source is recorded in `Snapshot.erro
 fails the way the kubelet's does) and never stops the cycle.
 
 Without cgroups (not root, or no cgroup hierarchy) pods and containers are measured from their
-process trees (/proc/<pid>/stat), under synthetic paths `process:<...>` that the cAdvisor
-endpoint does not export (there is no cgroup to name).
+process trees (/proc/<pid>/stat): Observed with source PROCESS_TREE, which the cAdvisor endpoint
+does not export (there is no cgroup to name); a CRI runtime's reports are source RUNTIME.
 """
 
 from __future__ import annotations
@@ -15,18 +15,18 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 from kubeletapi.cgroups.read_common import CgroupReader
+from kubeletapi.cm.cgroupnames import QOS_CHILDREN
 from kubeletapi.cgroups.stats import CgroupSample, CpuStats, MemoryStats
 from kubeletapi.errors import KubeletError
-from kubeletapi.procread import read_head
+from kubeletapi.procread import read_stat
+from kubeletapi.runtime.stats import RuntimeStats, RuntimeUsage
 from kubeletapi.stats.diskstats import read_diskstats
-from kubeletapi.stats.du import dir_usage
-from kubeletapi.stats.fs import FsStats, MountTable, fs_stats
+from kubeletapi.stats.hostfs import HostFs, OsHostFs, VolumeUsageCache
 from kubeletapi.stats.inventory import ContainerRef, PodRef
 from kubeletapi.stats.machine import MachineInfo, boot_time, machine_info
 from kubeletapi.stats.netdev import (
@@ -37,8 +37,7 @@ from kubeletapi.stats.netdev import (
     summary_interface,
 )
 from kubeletapi.stats.node import NodeMemory, cpu_usage, load_average, node_memory, rlimit
-from kubeletapi.stats.proctree import CLK_TCK, ProcessTable, ProcessTreeStats, parse_stat
-from kubeletapi.stats.runtimestats import RuntimeStats, RuntimeUsage
+from kubeletapi.stats.proctree import CLK_TCK, ProcessTable, ProcessTreeStats
 from kubeletapi.stats.snapshot import (
     NS_PER_S,
     ContainerSnap,
@@ -47,41 +46,13 @@ from kubeletapi.stats.snapshot import (
     NodeSnap,
     Observed,
     PodSnap,
+    SampleSource,
     Snapshot,
     SystemContainer,
     VolumeSnap,
 )
 
 log = logging.getLogger(__name__)
-PROCESS = "process:"  # the path prefix of samples taken from process trees
-RUNTIME = "cri:"  # the path prefix of samples a CRI runtime reported (never exported to cAdvisor)
-QOS_CHILDREN = ("burstable", "besteffort")
-
-
-class HostFs(Protocol):
-    """Filesystem figures (the seam golden tests replace)."""
-
-    def stats(self, path: Path) -> FsStats:
-        """statvfs of the filesystem holding `path`; NotFound/Unavailable like stats.fs.fs_stats."""
-        ...
-
-    def usage(self, path: Path) -> FsUsage | None:
-        """Bytes and inodes the tree at `path` takes (None: missing, or too large to walk)."""
-        ...
-
-
-class OsHostFs:
-    def __init__(self, proc_root: Path, now_ns: Callable[[], int]) -> None:
-        self._mounts = MountTable(proc_root)
-        self._proc_root = proc_root
-        self._now_ns = now_ns
-
-    def stats(self, path: Path) -> FsStats:
-        return fs_stats(path, self._proc_root, self._mounts)
-
-    def usage(self, path: Path) -> FsUsage | None:
-        found = dir_usage(path)
-        return None if found is None else FsUsage(found.used, found.inodes, self._now_ns())
 
 
 @dataclass(frozen=True)
@@ -108,37 +79,8 @@ class CollectorConfig:
     roots: NodeRoots = field(default_factory=NodeRoots)
 
 
-@dataclass
-class VolumeUsageCache:
-    """Volume usage measured every volumeStatsAggPeriod (by housekeeping, off the main cycle), and
-    a new pod's volumes once when first seen (the kubelet starts a pod's volume calculator at once)."""
-
-    values: dict[Path, FsUsage | None] = field(default_factory=dict)
-
-    def refresh(self, paths: Iterable[Path], fs: HostFs) -> None:
-        self.values = self._measure(paths, fs)  # one assignment: readers in other threads see old or new, whole
-
-    def add_new(self, paths: Iterable[Path], fs: HostFs) -> None:
-        """Measure the paths not measured yet, keeping every other figure."""
-        new = [p for p in paths if p not in self.values]
-        if new:
-            self.values = {**self.values, **self._measure(new, fs)}
-
-    @staticmethod
-    def _measure(paths: Iterable[Path], fs: HostFs) -> dict[Path, FsUsage | None]:
-        fresh: dict[Path, FsUsage | None] = {}
-        for path in paths:
-            fresh[path] = fs.usage(path)
-            if fresh[path] is None and path.exists():
-                log.warning("volume stats: %s has more entries than the walk limit; its usage is not reported", path)
-        return fresh
-
-    def get(self, path: Path) -> FsUsage | None:
-        return self.values.get(path)
-
-
 class Collector:
-    """Builds Snapshots; holds only what is constant (machine info) and caches (mounts)."""
+    """Builds Snapshots; holds only what is constant (machine info) and caches (mounts, volume usage)."""
 
     def __init__(self, cfg: CollectorConfig, reader: CgroupReader | None, now_ns: Callable[[], int],
                  host_fs: HostFs | None = None, volumes: VolumeUsageCache | None = None) -> None:
@@ -149,9 +91,22 @@ class Collector:
         self.volumes = volumes or VolumeUsageCache()
         self.machine: MachineInfo = machine_info(cfg.roots.proc, cfg.roots.sys, cfg.roots.etc)
 
+    def measure_new_volumes(self, pods: Sequence[PodRef]) -> None:
+        """Measure the volumes of `pods` not measured yet (a new pod's, in its first cycle), keeping
+        every other figure."""
+        self.volumes.add_new((v.path for p in pods for v in p.volumes), self.host_fs)
+
+    def refresh_volumes(self, pods: Sequence[PodRef]) -> None:
+        """Measure every volume of `pods` again, and the process runtime's state directory (the
+        imageFs usage); blocking (directory walks), so housekeeping runs it in a worker thread."""
+        paths = [v.path for p in pods for v in p.volumes]
+        if self.cfg.runtime_dir is not None:
+            paths.append(self.cfg.runtime_dir)
+        self.volumes.refresh(paths, self.host_fs)
+
     def collect(self, pods: Sequence[PodRef], runtime_pids: Sequence[int], prev: Snapshot | None,
                 generation: int, runtime: RuntimeStats | None = None) -> Snapshot:
-        """One cycle; `runtime`: what a CRI runtime reported this cycle (runtimestats.py)."""
+        """One cycle; `runtime`: what a CRI runtime reported this cycle (stats/runtimestats.py)."""
         cpu_start = time.thread_time()
         cycle = _Cycle(self, prev, runtime)
         node = cycle.node()
@@ -170,7 +125,7 @@ class _Cycle:
     """The state of one collection: its time, the previous samples, the errors so far."""
 
     def __init__(self, collector: Collector, prev: Snapshot | None, runtime: RuntimeStats | None = None) -> None:
-        self.c = collector
+        self.collector = collector
         self.cfg = collector.cfg
         self.now = collector.now_ns()
         self.errors: list[str] = []
@@ -180,20 +135,20 @@ class _Cycle:
         self._prev_node = prev.node if prev is not None else None
 
     # --- observation ---------------------------------------------------------------------------
-    def observe(self, sample: CgroupSample | None) -> Observed | None:
+    def observe(self, sample: CgroupSample | None, source: SampleSource = SampleSource.CGROUP) -> Observed | None:
         if sample is None:
             return None
-        before = self._prev.get(sample.path)
+        before = self._prev.get((source, sample.path))
         if before is not None and before.created_ns != sample.created_ns:
             before = None  # another cgroup (or process) under the same name
-        return Observed(sample, before)
+        return Observed(sample, before, source)
 
     def cgroup(self, path: str) -> Observed | None:
-        reader = self.c.reader
+        reader = self.collector.reader
         if reader is None or not path:
             return None
         try:
-            return self.observe(reader.sample(path, self.c.now_ns()))
+            return self.observe(reader.sample(path, self.collector.now_ns()))
         except KubeletError as exc:
             log.warning("stats: cannot read cgroup %s: %s", path, exc)
             return None
@@ -215,21 +170,21 @@ class _Cycle:
         except KubeletError as exc:
             log.warning("stats: %s", exc)
             interfaces = ()
-        network_ns = self.c.now_ns()
+        network_ns = self.collector.now_ns()
         names = [i.name for i in interfaces]
         route = None if KUBELET_DEFAULT_INTERFACE in names else default_interface(roots.proc)
         flattened = summary_interface(names, route)
         rootfs = self._fs(self.cfg.root_dir, "rootFs")
         imagefs, imagefs_used = self._image_fs()
         logsfs = self._fs(self.cfg.pod_logs_dir, "")
-        machine = self.c.machine
+        machine = self.collector.machine
         return NodeSnap(
             name=self.cfg.node_name, boot_ns=(machine.boot_time or 0) * NS_PER_S, machine=machine, root=root,
             meminfo=meminfo, load=load_average(roots.proc), interfaces=interfaces,
             default_interface=flattened, network_ns=network_ns,
             rootfs=rootfs, imagefs=imagefs, imagefs_used=imagefs_used,
             logsfs=logsfs, disks=tuple(read_diskstats(roots.proc)), rlimit=rlimit(roots.proc),
-            rlimit_ns=self.c.now_ns(),
+            rlimit_ns=self.collector.now_ns(),
         )
 
     def _image_fs(self) -> tuple[FsSample | None, FsUsage | None]:
@@ -237,7 +192,7 @@ class _Cycle:
         (the last known figures when the runtime did not answer this cycle), else the filesystem
         of the process runtime's state directory and what that directory takes."""
         if self.cfg.runtime_dir is not None:
-            return self._fs(self.cfg.runtime_dir, "imageFs"), self.c.volumes.get(self.cfg.runtime_dir)
+            return self._fs(self.cfg.runtime_dir, "imageFs"), self.collector.volumes.get(self.cfg.runtime_dir)
         info = self._runtime.image_fs if self._runtime is not None else None
         if info is None:
             prev = self._prev_node
@@ -251,13 +206,13 @@ class _Cycle:
         return self._fs(info.mountpoint, "imageFs"), used
 
     def runtime_observed(self, key: str, usage: RuntimeUsage | None, created_ns: int) -> Observed | None:
-        """A runtime's report as an Observed sample (path `cri:<key>`), so CPU rates come from the
-        cumulative counters of two cycles like every other sample."""
+        """A runtime's report as an Observed sample (source RUNTIME, path `key`), so CPU rates come
+        from the cumulative counters of two cycles like every other sample."""
         if usage is None or (usage.cpu_usage_ns is None and usage.memory is None):
             return None
         cpu = CpuStats(usage_ns=usage.cpu_usage_ns) if usage.cpu_usage_ns is not None else None
-        return self.observe(CgroupSample(path=RUNTIME + key, timestamp_ns=usage.timestamp_ns, cpu=cpu,
-                                         memory=usage.memory, created_ns=created_ns))
+        return self.observe(CgroupSample(path=key, timestamp_ns=usage.timestamp_ns, cpu=cpu,
+                                         memory=usage.memory, created_ns=created_ns), SampleSource.RUNTIME)
 
     def _meminfo(self) -> NodeMemory:
         try:
@@ -273,7 +228,7 @@ class _Cycle:
         except KubeletError:
             return None
         return CgroupSample(
-            path="/", timestamp_ns=self.c.now_ns(),
+            path="/", timestamp_ns=self.collector.now_ns(),
             cpu=CpuStats(usage_ns=cpu.usage_ns, user_ns=cpu.user_ns, system_ns=cpu.system_ns),
             memory=MemoryStats(usage=mem.usage, working_set=mem.working_set, rss=mem.anon,
                                cache=mem.cached + mem.buffers, swap=mem.swap_used,
@@ -282,7 +237,7 @@ class _Cycle:
 
     def _fs(self, path: Path, what: str) -> FsSample | None:
         try:
-            return FsSample(self.c.host_fs.stats(path), self.c.now_ns())
+            return FsSample(self.collector.host_fs.stats(path), self.collector.now_ns())
         except KubeletError as exc:
             if what:
                 self.errors.append(f"failed to get {what} stats: {exc}")
@@ -313,7 +268,7 @@ class _Cycle:
     ) -> tuple[SystemContainer, ...]:
         """Without cgroups, the `pods` system container is the sum of every pod's process trees."""
         parts = [p.stats.cur for p in pods if p.stats is not None]
-        summed = self.observe(_sum_samples(PROCESS + "pods", self.c.now_ns(), parts, 0))
+        summed = self.observe(_sum_samples("pods", self.collector.now_ns(), parts, 0), SampleSource.PROCESS_TREE)
         return (*system, SystemContainer("pods", summed, self.cfg.agent_start_ns)) if summed else system
 
     def cgroups(self) -> tuple[Observed, ...]:
@@ -322,7 +277,7 @@ class _Cycle:
         paths = ["/"]
         if self.cfg.pods_cgroup is not None:
             base = self.cfg.pods_cgroup
-            paths += [base, *(base.rstrip("/") + "/" + q for q in QOS_CHILDREN)]
+            paths += [base, *(base.rstrip("/") + "/" + q for q in QOS_CHILDREN.values())]
         for path in paths:
             observed = self.cgroup(path)
             if observed is not None:
@@ -335,28 +290,30 @@ class _Cycle:
         entries = []
         for pid in pids:
             try:
-                entries.append(parse_stat(pid, read_head(f"{self.cfg.roots.proc}/{pid}/stat")))
+                entries.append(read_stat(pid, self.cfg.roots.proc))
             except (OSError, ValueError, IndexError):
                 continue
         table = ProcessTable(entries)
         stats = table.tree_stats(e.pid for e in entries) if entries else ProcessTreeStats(0, 0, 0, 0, 0, 0)
         start = min((e.start_ticks for e in entries), default=0)
-        return self.observe(_tree_sample(PROCESS + name, self.c.now_ns(), stats, self._start_ns(start)))
+        sample = _tree_sample(name, self.collector.now_ns(), stats, self._start_ns(start))
+        return self.observe(sample, SampleSource.PROCESS_TREE)
 
     def _start_ns(self, ticks: int) -> int:
-        boot = self.c.machine.boot_time or 0
+        boot = self.collector.machine.boot_time or 0
         return boot * NS_PER_S + ticks * NS_PER_S // CLK_TCK if ticks else 0
 
     # --- pods ----------------------------------------------------------------------------------
     def pod(self, ref: PodRef) -> PodSnap:
         containers = tuple(self.container(c) for c in ref.containers if c.running)
-        if ref.cgroup and self.c.reader is not None:
+        if ref.cgroup and self.collector.reader is not None:
             stats = self.cgroup(ref.cgroup)
         else:
             parts = [c.stats.cur for c in containers if c.stats is not None]
-            stats = self.observe(_sum_samples(PROCESS + "pod:" + ref.uid, self.c.now_ns(), parts, ref.created_ns))
+            stats = self.observe(_sum_samples("pod:" + ref.uid, self.collector.now_ns(), parts, ref.created_ns),
+                                 SampleSource.PROCESS_TREE)
         volumes = tuple(
-            VolumeSnap(v, self._fs(v.path, ""), self.c.volumes.get(v.path)) for v in ref.volumes
+            VolumeSnap(v, self._fs(v.path, ""), self.collector.volumes.get(v.path)) for v in ref.volumes
         )
         counts = [_processes_of(c.stats.cur) for c in containers if c.stats is not None and not c.ref.sandbox]
         process_count = sum(counts) if counts else None
@@ -368,14 +325,15 @@ class _Cycle:
                        runtime_nano_cores=reported.nano_cores or None if reported is not None else None)
 
     def container(self, ref: ContainerRef) -> ContainerSnap:
-        if ref.cgroup and self.c.reader is not None:
+        if ref.cgroup and self.collector.reader is not None:
             stats = self.cgroup(ref.cgroup)
         elif ref.pid:
             tree = self.table().tree_stats([ref.pid])
-            stats = self.observe(_tree_sample(PROCESS + ref.id, self.c.now_ns(), tree, ref.started_ns))
+            sample = _tree_sample(ref.id, self.collector.now_ns(), tree, ref.started_ns)
+            stats = self.observe(sample, SampleSource.PROCESS_TREE)
         else:
             stats = None
-        logs = self.c.host_fs.usage(ref.log_dir) if ref.log_dir is not None else None
+        logs = self.collector.host_fs.usage(ref.log_dir) if ref.log_dir is not None else None
         reported = self._runtime.containers.get(ref.id) if self._runtime is not None else None
         if reported is None:
             return ContainerSnap(ref, stats, logs)
@@ -386,10 +344,10 @@ class _Cycle:
                              runtime_nano_cores=reported.nano_cores or None, rootfs=rootfs)
 
 
-def _previous_samples(prev: Snapshot | None) -> dict[str, CgroupSample]:
+def _previous_samples(prev: Snapshot | None) -> dict[tuple[SampleSource, str], CgroupSample]:
     if prev is None:
         return {}
-    out: dict[str, CgroupSample] = {}
+    out: dict[tuple[SampleSource, str], CgroupSample] = {}
     observed: list[Observed | None] = [prev.node.root, *(s.stats for s in prev.system), *prev.cgroups]
     for pod in prev.pods:
         observed += [pod.stats, pod.runtime]
@@ -397,7 +355,7 @@ def _previous_samples(prev: Snapshot | None) -> dict[str, CgroupSample]:
             observed += [c.stats, c.runtime]
     for obs in observed:
         if obs is not None:
-            out[obs.cur.path] = obs.cur
+            out[(obs.source, obs.cur.path)] = obs.cur
     return out
 
 
@@ -432,6 +390,6 @@ def _processes_of(sample: CgroupSample) -> int:
 def own_start_ns(proc_root: Path = Path("/proc"), pid: int | None = None) -> int:
     """This process's start time (Unix ns), from its stat start ticks and the boot time."""
     pid = os.getpid() if pid is None else pid
-    entry = parse_stat(pid, read_head(f"{proc_root}/{pid}/stat"))
+    entry = read_stat(pid, proc_root)
     return ((boot_time(proc_root) or 0) * NS_PER_S) + entry.start_ticks * NS_PER_S // CLK_TCK
 

@@ -15,9 +15,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from kubeletapi.aio import cancel_and_wait
 from kubeletapi.clock import Clock
 from kubeletapi.errors import KubeletError
+from kubeletapi.runtime.stats import RuntimeStats
 from kubeletapi.stats.collect import Collector
 from kubeletapi.stats.inventory import Inventory, PodRef
-from kubeletapi.stats.runtimestats import RuntimeStats, RuntimeStatsSource
+from kubeletapi.stats.runtimestats import RuntimeStatsSource
 from kubeletapi.stats.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
@@ -112,7 +113,7 @@ class Housekeeper:
 
     def _cycle(self, pods: Sequence[PodRef], pids: Sequence[int], generation: int,
                reported: RuntimeStats | None = None) -> Snapshot:
-        self._collector.volumes.add_new((v.path for p in pods for v in p.volumes), self._collector.host_fs)
+        self._collector.measure_new_volumes(pods)
         snap = self._collector.collect(pods, pids, self._latest, generation, reported)
         if self._prepare is not None:
             start = time.thread_time()
@@ -125,10 +126,8 @@ class Housekeeper:
 
     async def refresh_volumes(self) -> None:
         try:
-            paths = [v.path for p in self._inventory.pods() for v in p.volumes]
-            if self._collector.cfg.runtime_dir is not None:
-                paths.append(self._collector.cfg.runtime_dir)
-            await asyncio.to_thread(self._collector.volumes.refresh, paths, self._collector.host_fs)
+            pods = self._inventory.pods()
+            await asyncio.to_thread(self._collector.refresh_volumes, pods)
         except Exception:
             log.exception("volume stats refresh failed")
 

@@ -104,11 +104,6 @@ class NodeMemory:
         return max(0, self.usage - self.inactive_file)
 
     @property
-    def node_available(self) -> int:
-        """The Summary's node memory.availableBytes: capacity (MemTotal) - working set."""
-        return max(0, self.total - self.working_set)
-
-    @property
     def total_minus_available(self) -> int | None:
         """MemTotal - MemAvailable, the `free`-style "used": NOT the kubelet's working set.
 

@@ -1,6 +1,6 @@
 """Per-container figures without cgroups: a container is a host process tree.
 
-One scan of /proc/<pid>/stat per housekeeping cycle (ProcessTable.read) gives every process's
+One scan of /proc/<pid>/stat per housekeeping cycle (ProcessTable.read, with procread.read_stat) gives every process's
 parent, CPU times, threads and RSS; each container's figures are then a walk of that snapshot from
 its root pids. One stat read per process is about 8x cheaper than psutil.process_iter with the same
 attributes (5.7 us against 46 us per process, measured on a 2-vCPU VM), and psutil's
@@ -21,29 +21,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-from kubeletapi.procread import read_head
+from kubeletapi.procread import ProcStat, read_stat
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
-
-
-class ProcEntry(NamedTuple):
-    """The fields of /proc/<pid>/stat used here (proc(5) numbering in comments).
-
-    A NamedTuple, not a frozen dataclass: one is built per process per cycle and a frozen
-    dataclass's __init__ costs several times more.
-    """
-
-    pid: int
-    ppid: int  # (4)
-    state: str  # (3) R, S, D, Z, ...
-    utime: int  # (14) clock ticks
-    stime: int  # (15)
-    cutime: int  # (16) reaped children
-    cstime: int  # (17)
-    threads: int  # (20)
-    start_ticks: int  # (22) ticks after boot
-    rss_pages: int  # (24)
 
 
 class ProcessTreeStats(NamedTuple):
@@ -55,28 +36,11 @@ class ProcessTreeStats(NamedTuple):
     threads: int
 
 
-def parse_stat(pid: int, data: bytes) -> ProcEntry:
-    """Parse one /proc/<pid>/stat; comm (2) may hold spaces and ')' so split after the last ')'."""
-    f = data[data.rfind(b")") + 2 :].split()
-    return ProcEntry(
-        pid=pid,
-        ppid=int(f[1]),
-        state=f[0].decode(),
-        utime=int(f[11]),
-        stime=int(f[12]),
-        cutime=int(f[13]),
-        cstime=int(f[14]),
-        threads=int(f[17]),
-        start_ticks=int(f[19]),
-        rss_pages=int(f[21]),
-    )
-
-
 class ProcessTable:
     """A snapshot of every process: entries by pid and children by parent pid."""
 
-    def __init__(self, entries: Iterable[ProcEntry], clk_tck: int = CLK_TCK, page_size: int = PAGE_SIZE) -> None:
-        self.entries: dict[int, ProcEntry] = {e.pid: e for e in entries}
+    def __init__(self, entries: Iterable[ProcStat], clk_tck: int = CLK_TCK, page_size: int = PAGE_SIZE) -> None:
+        self.entries: dict[int, ProcStat] = {e.pid: e for e in entries}
         self.children: dict[int, list[int]] = {}
         for entry in self.entries.values():
             self.children.setdefault(entry.ppid, []).append(entry.pid)
@@ -87,12 +51,12 @@ class ProcessTable:
     def read(cls, proc_root: Path = Path("/proc"), clk_tck: int = CLK_TCK, page_size: int = PAGE_SIZE) -> ProcessTable:
         """Scan proc_root/<pid>/stat for every numeric entry; vanished or unreadable ones are skipped."""
         root = os.fspath(proc_root)  # plain strings: a Path per process costs more than the read
-        entries: list[ProcEntry] = []
+        entries: list[ProcStat] = []
         for name in os.listdir(root):
             if not name.isdigit():
                 continue
             try:
-                entries.append(parse_stat(int(name), read_head(f"{root}/{name}/stat")))
+                entries.append(read_stat(int(name), root))
             except (OSError, ValueError, IndexError):
                 continue  # exited mid-scan (ENOENT/ESRCH) or a torn read
         return cls(entries, clk_tck, page_size)

@@ -2,12 +2,14 @@
 
 Housekeeping builds a Snapshot in a worker thread and swaps it in whole, so a request sees one
 consistent cycle and never a half-updated one; renderers cache their output per `generation`.
-Each cgroup (or process tree, without cgroups) is an Observed: the latest sample and the one
-before it, which is all a rate needs (cAdvisor keeps the same two for the kubelet's summary).
+Each cgroup (or process tree, without cgroups, or runtime report) is an Observed: the latest
+sample and the one before it, which is all a rate needs (cAdvisor keeps the same two for the
+kubelet's summary), tagged with its SampleSource.
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 from kubeletapi.cgroups.stats import CgroupSample
@@ -20,12 +22,23 @@ from kubeletapi.stats.node import LoadAvg, NodeMemory, Rlimit
 NS_PER_S = 1_000_000_000
 
 
+class SampleSource(enum.Enum):
+    """What an Observed measured, and so what its samples' path names. Only cgroups are exported
+    to the cAdvisor endpoint; the others have no cgroup to name."""
+
+    CGROUP = "cgroup"  # path: the cgroup's (without cgroups, the node root "/" is read from /proc)
+    PROCESS_TREE = "process tree"  # host processes; path: a container id, pod:<uid>, or a system container
+    RUNTIME = "runtime"  # what a CRI runtime reported; path: a container id or pod:<uid>
+
+
 @dataclass(frozen=True)
 class Observed:
-    """A cgroup's latest sample and, when it was also seen the cycle before, that sample."""
+    """A cgroup's (or process tree's, or runtime report's) latest sample and, when it was also
+    seen the cycle before, that sample."""
 
     cur: CgroupSample
     prev: CgroupSample | None = None
+    source: SampleSource = SampleSource.CGROUP
 
     @property
     def time_ns(self) -> int:

@@ -7,13 +7,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
 import grpc
 import pytest
-from grpc_health.v1 import health, health_pb2_grpc  # type: ignore[import-untyped]
 
 from kubeletapi.errors import (
     Conflict,
@@ -27,6 +26,7 @@ from kubeletapi.errors import (
 from kubeletapi.runtime.cri.client import CRIClient, Timeout, runtime_error, socket_path
 from kubeletapi.runtime.cri.gen import api_pb2 as pb
 from kubeletapi.runtime.cri.runtime import CRIRuntime
+from tests.cri.fakeruntime import grpc_server, runtime_service, version_answer
 from tests.cri.fixtures import CRIEnv
 from tests.helpers import AgentProcess, agent_args, purge
 
@@ -110,44 +110,6 @@ def test_unimplemented_names_the_call() -> None:
 
 
 # --- fake runtimes on unix sockets ------------------------------------------------------------------
-
-
-Handler = Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Any]]
-
-
-def version_answer(api_version: str = "v1", name: str = "fakeruntime", version: str = "0.0.1") -> Handler:
-    async def answer(request: pb.VersionRequest, context: grpc.aio.ServicerContext[Any, Any]) -> pb.VersionResponse:
-        return pb.VersionResponse(version=request.version, runtime_name=name, runtime_version=version,
-                                  runtime_api_version=api_version)
-    return answer
-
-
-def runtime_service(**calls: Handler) -> grpc.GenericRpcHandler:
-    """runtime.v1.RuntimeService with only `calls` (name -> handler); the rest answer UNIMPLEMENTED."""
-    service = pb.DESCRIPTOR.services_by_name["RuntimeService"]
-    methods = {}
-    for name, handler in calls.items():
-        method = service.methods_by_name[name]
-        request, response = getattr(pb, method.input_type.name), getattr(pb, method.output_type.name)
-        methods[name] = grpc.unary_unary_rpc_method_handler(
-            handler, request_deserializer=request.FromString, response_serializer=response.SerializeToString,
-        )
-    return grpc.method_handlers_generic_handler(service.full_name, methods)
-
-
-@contextlib.asynccontextmanager
-async def grpc_server(path: Path, *handlers: grpc.GenericRpcHandler, with_health: bool = False) -> AsyncIterator[str]:
-    """A gRPC server on the unix socket `path` serving `handlers`; yields its endpoint."""
-    server = grpc.aio.server()
-    if with_health:
-        health_pb2_grpc.add_HealthServicer_to_server(health.aio.HealthServicer(), server)
-    server.add_generic_rpc_handlers(handlers)
-    assert server.add_insecure_port(f"unix:{path}") != 0
-    await server.start()
-    try:
-        yield f"unix://{path}"
-    finally:
-        await server.stop(None)
 
 
 @contextlib.asynccontextmanager
@@ -266,8 +228,6 @@ def test_a_call_the_runtime_lacks_is_not_supported(tmp_path: Path) -> None:
             try:
                 with pytest.raises(NotSupported, match="ReopenContainerLog"):
                     await runtime.reopen_container_log("0123abcd")
-                with pytest.raises(NotSupported, match="ListPodSandboxStats"):
-                    await runtime.list_pod_sandbox_stats()
                 with pytest.raises(NotSupported, match="Status"):
                     await runtime.status()
             finally:

@@ -117,10 +117,8 @@ def fixture_snapshots(tmp: Path, version: int) -> tuple[Snapshot, Snapshot]:
     shutil.copytree(TESTDATA / "cgroups" / f"v{version}", cgroups, symlinks=True)
     clock = FakeClock(START)
     collector = make_collector(tmp, clock)
-    config = collector.cfg
     inventory = FixtureInventory(tmp)
-    collector.volumes.refresh([v.path for p in inventory.pods() for v in p.volumes] + [config.runtime_dir],
-                              collector.host_fs)
+    collector.refresh_volumes(inventory.pods())
     first = collector.collect(inventory.pods(), inventory.runtime_pids(), None, 1)
     clock.advance(10)
     _bump_cpu(cgroups, version)

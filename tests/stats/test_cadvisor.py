@@ -23,6 +23,7 @@ from kubeletapi.stats.snapshot import (
     NodeSnap,
     Observed,
     PodSnap,
+    SampleSource,
     Snapshot,
     SystemContainer,
 )
@@ -109,7 +110,7 @@ def build(*, container_name: str = "app", root_v2: bool = True, extra_pods: tupl
     return Snapshot(
         generation=3, time_ns=SNAP_NS, node=node(root=Observed(root)),
         system=(
-            SystemContainer("kubelet", Observed(sample("process:kubelet", ts_of(6))), 0),
+            SystemContainer("kubelet", Observed(sample("kubelet", ts_of(6)), source=SampleSource.PROCESS_TREE), 0),
             SystemContainer("runtime", Observed(sample("/system.slice/containerd.service", ts_of(7))), 0),
             SystemContainer("pods", Observed(sample("/kubepods", ts_of(8))), 0),
         ),
@@ -176,7 +177,7 @@ def test_exported_cgroups_are_the_cgroup_paths_once_each() -> None:
     ids = set(by_id(body, "container_memory_usage_bytes"))
     assert ids == {"/", "/kubepods", "/kubepods/burstable", "/kubepods/besteffort", POD_CG, CTR_CG,
                    "/system.slice/containerd.service"}
-    assert "process:" not in body
+    assert 'id="kubelet"' not in body  # the process tree of the `kubelet` system container
     # `/kubepods` is both a cgroup and the `pods` system container: one series per family.
     assert len(by_id(body, "container_memory_usage_bytes")["/kubepods"]) == 1
 
@@ -184,8 +185,9 @@ def test_exported_cgroups_are_the_cgroup_paths_once_each() -> None:
 def test_process_tree_pods_are_not_exported() -> None:
     ref = PodRef(uid="u2", name="proc-pod", namespace="default", created_ns=0)
     c_ref = ContainerRef(name="c", id="cid2", image="img", created_ns=0, started_ns=0, running=True, pid=42)
-    proc_pod = PodSnap(ref, Observed(sample("process:pod:u2", ts_of(9))),
-                       (ContainerSnap(c_ref, Observed(sample("process:cid2", ts_of(10))), None),), (), 1)
+    tree = SampleSource.PROCESS_TREE
+    proc_pod = PodSnap(ref, Observed(sample("pod:u2", ts_of(9)), source=tree),
+                       (ContainerSnap(c_ref, Observed(sample("cid2", ts_of(10)), source=tree), None),), (), 1)
     body = text(build(extra_pods=(proc_pod,)))
     pods = {labels["pod"] for rows in by_id(body, "container_memory_usage_bytes").values() for labels, _ in rows}
     assert "proc-pod" not in pods

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from kubeletapi.stats.collect import PROCESS, Collector, CollectorConfig, own_start_ns
+from kubeletapi.stats.collect import Collector, CollectorConfig, own_start_ns
 from kubeletapi.stats.du import dir_usage
 from kubeletapi.stats.inventory import ContainerRef, PodRef
+from kubeletapi.stats.snapshot import SampleSource
 from kubeletapi.stats.summary import encode, full_summary
 
 BUSY = "import time\nx = b'\\x01' * (32 << 20)\nwhile True: pass\n"
@@ -40,7 +41,7 @@ def test_process_tree_stats_without_cgroups(tmp_path: Path, busy: subprocess.Pop
     snap = collector.collect(pods, [], first, 2)
     assert snap.errors == ()
     observed = snap.pods[0].containers[0].stats
-    assert observed is not None and observed.cur.path == PROCESS + "c1"
+    assert observed is not None and (observed.source, observed.cur.path) == (SampleSource.PROCESS_TREE, "c1")
     rate = observed.cpu_nanocores()
     assert rate is not None and rate > 300_000_000  # a busy loop: most of a core
     assert observed.cur.memory is not None and observed.cur.memory.working_set > 32 << 20

@@ -1,4 +1,4 @@
-"""The summary with a CRI runtime's figures (stats/runtimestats.py) over the v1 fixture tree:
+"""The summary with a CRI runtime's figures (runtime/stats.py, stats/runtimestats.py) over the v1 fixture tree:
 pod and container CPU/memory from the runtime, rates from two cycles when the runtime gives none
 (and its own when it does), writable layers in rootfs and ephemeral storage, the image filesystem
 from ImageFsInfo (kept when the runtime does not answer), the pause container on cAdvisor only."""
@@ -15,9 +15,9 @@ from kubeletapi.cgroups.stats import MemoryStats
 from kubeletapi.clock import FakeClock
 from kubeletapi.metrics.cadvisor import render_cadvisor
 from kubeletapi.metrics.resource import render_resource
+from kubeletapi.runtime.stats import ImageFs, RuntimeStats, RuntimeUsage
 from kubeletapi.stats.collect import Collector
 from kubeletapi.stats.inventory import ContainerRef, PodRef
-from kubeletapi.stats.runtimestats import ImageFs, RuntimeStats, RuntimeUsage
 from kubeletapi.stats.snapshot import Snapshot
 from kubeletapi.stats.summary import SummaryError, cpu_and_memory_summary, full_summary
 from tests.stats.fixture import CID, CREATED_NS, CTR, POD, START, TESTDATA, UID, FixtureInventory, make_collector

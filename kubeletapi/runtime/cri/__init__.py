@@ -5,11 +5,13 @@ own). Modules:
 - api.proto and gen/: kubeletapi's subset of the CRI v1 API and its generated stubs (`make proto`);
 - client.py: the channel, typed calls with deadlines, the gRPC status -> kubeletapi.errors mapping;
 - convert.py: runtime.types values <-> CRI messages (sandboxes as host-network pods);
-- runtime.py: CRIRuntime (Runtime, Streamer, images, stats, ReopenContainerLog);
+- runtime.py: CRIRuntime (Runtime, Streamer, images, ReopenContainerLog, its stats_source);
 - streams.py: exec/attach/port-forward through the runtime's streaming server (WebSocket v4);
-- stats.py: frozen values mirroring the CRI stats messages.
+- stats.py: CRIStatsSource, the pod, container and image filesystem stats the stats provider
+  takes (calls, fallbacks, conversion to runtime.stats values).
 """
 
-from kubeletapi.runtime.cri.runtime import CRIRuntime, ImageFsInfo, RuntimeCondition
+from kubeletapi.runtime.cri.runtime import CRIRuntime, RuntimeCondition
+from kubeletapi.runtime.cri.stats import CRIStatsSource
 
-__all__ = ["CRIRuntime", "ImageFsInfo", "RuntimeCondition"]
+__all__ = ["CRIRuntime", "CRIStatsSource", "RuntimeCondition"]

@@ -27,7 +27,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -35,11 +35,12 @@ from typing import Protocol
 from google.protobuf import json_format
 
 from kubeletapi.cgroups.writers import ResourceConfig
-from kubeletapi.errors import InvalidInput, KubeletError, NotFound, NotSupported, Unavailable
+from kubeletapi.errors import InvalidInput, KubeletError, NotFound, Unavailable
 from kubeletapi.runtime.cri import client as rpc
-from kubeletapi.runtime.cri import convert, stats
+from kubeletapi.runtime.cri import convert
 from kubeletapi.runtime.cri.client import CRIClient, Timeout
 from kubeletapi.runtime.cri.gen import api_pb2 as pb
+from kubeletapi.runtime.cri.stats import CRIStatsSource
 from kubeletapi.runtime.cri.streams import CRIStreamSession, PortForwardBridges, open_stream
 from kubeletapi.runtime.streaming import StreamOptions, StreamSession
 from kubeletapi.runtime.types import (
@@ -52,7 +53,6 @@ from kubeletapi.runtime.types import (
     RuntimeVersion,
     Sandbox,
     SandboxConfig,
-    SandboxState,
 )
 
 log = logging.getLogger(__name__)
@@ -78,12 +78,6 @@ class RuntimeCondition:
     status: bool
     reason: str = ""
     message: str = ""
-
-
-@dataclass(frozen=True)
-class ImageFsInfo:
-    image_filesystems: tuple[stats.FilesystemUsage, ...]
-    container_filesystems: tuple[stats.FilesystemUsage, ...] = ()
 
 
 class CRIRuntime:
@@ -355,59 +349,12 @@ class CRIRuntime:
             request.sandbox_config.CopyFrom(convert.sandbox_config(sandbox, convert.dns_config(self._resolv_conf)))
         return (await self._client.call(rpc.PULL_IMAGE, request)).image_ref
 
-    async def list_images(self) -> list[Image]:
-        answer = await self._client.call(rpc.LIST_IMAGES, pb.ListImagesRequest())
-        return [convert.image(i) for i in answer.images]
-
-    async def remove_image(self, image: str) -> None:
-        """Remove the image (every tag of the same content goes with it)."""
-        await self._client.call(rpc.REMOVE_IMAGE, pb.RemoveImageRequest(image=pb.ImageSpec(image=image)))
-
-    async def image_fs_info(self) -> ImageFsInfo:
-        answer = await self._client.call(rpc.IMAGE_FS_INFO, pb.ImageFsInfoRequest())
-        return ImageFsInfo(tuple(stats.filesystem(f) for f in answer.image_filesystems),
-                           tuple(stats.filesystem(f) for f in answer.container_filesystems))
-
-    # --- stats -----------------------------------------------------------------------------------
-    async def container_stats(self, container_id: str) -> stats.ContainerStats:
-        answer = await self._client.call(rpc.CONTAINER_STATS, pb.ContainerStatsRequest(container_id=container_id))
-        return stats.container(answer.stats)
-
-    async def list_container_stats(self, sandbox_id: str = "") -> list[stats.ContainerStats]:
-        request = pb.ListContainerStatsRequest(filter=pb.ContainerStatsFilter(pod_sandbox_id=sandbox_id))
-        answer = await self._client.call(rpc.LIST_CONTAINER_STATS, request)
-        return [stats.container(s) for s in answer.stats]
-
-    async def pod_sandbox_stats(self, sandbox_id: str) -> stats.PodSandboxStats:
-        answer = await self._client.call(rpc.POD_SANDBOX_STATS, pb.PodSandboxStatsRequest(pod_sandbox_id=sandbox_id))
-        return stats.pod(answer.stats)
-
-    async def list_pod_sandbox_stats(self) -> list[stats.PodSandboxStats]:
-        """Every ready pod's stats. ListPodSandboxStats fails as a whole when one sandbox has no
-        usable cgroup; then each ready sandbox is asked alone, and one that still fails is reported
-        with its containers' stats only (NotSupported: the runtime has no pod stats at all)."""
-        try:
-            answer = await self._client.call(rpc.LIST_POD_SANDBOX_STATS, pb.ListPodSandboxStatsRequest())
-            return [stats.pod(s) for s in answer.stats]
-        except NotSupported:
-            raise
-        except KubeletError as exc:
-            log.warning("ListPodSandboxStats failed (%s): asking each sandbox", exc)
-        ready = [s for s in await self.list_pod_sandboxes() if s.state is SandboxState.READY]
-        results = await asyncio.gather(*(self.pod_sandbox_stats(s.id) for s in ready), return_exceptions=True)
-        out = []
-        for sandbox, result in zip(ready, results, strict=True):
-            if isinstance(result, stats.PodSandboxStats):
-                out.append(result)
-                continue
-            log.debug("PodSandboxStats of %s failed (%s): its containers only", sandbox.id, result)
-            try:
-                containers = tuple(await self.list_container_stats(sandbox.id))
-            except KubeletError:
-                containers = ()
-            out.append(stats.PodSandboxStats(id=sandbox.id, meta=sandbox.meta, labels=sandbox.labels,
-                                             annotations=sandbox.annotations, containers=containers))
-        return out
+    # --- stats ---------------------------------------------------------------------------------
+    def stats_source(self, now_ns: Callable[[], int]) -> CRIStatsSource:
+        """The pods', containers' and image filesystem's stats as the stats provider asks them
+        (stats.runtimestats.RuntimeStatsSource), over this runtime's channel; `now_ns` stamps the
+        figures the runtime gives no time."""
+        return CRIStatsSource(self._client, self.list_pod_sandboxes, now_ns)
 
 
 def _info(info: Mapping[str, str]) -> dict[str, object]:

@@ -1,157 +1,160 @@
-"""Stats as a CRI runtime reports them: small frozen values that mirror the CRI v1 messages.
+"""A CRI runtime's stats in one place: the calls, their fallbacks, and the conversion of their
+messages to the values the stats layer takes (runtime.stats), as CRIStatsSource, which
+implements stats.runtimestats.RuntimeStatsSource.
 
-Counters the runtime did not fill are None (a CRI UInt64Value that is unset), never 0. Rates are
-the consumer's business: containerd often leaves usage_nano_cores empty or 0 (the first call, the
-list calls), so compute CPU rates from usage_core_nano_seconds deltas. Times are Unix nanoseconds.
+One housekeeping cycle asks ListPodSandboxStats and ImageFsInfo, on the event loop.
+- ListPodSandboxStats fails as a whole when one sandbox has no usable cgroup: then each ready
+  sandbox is asked alone (PodSandboxStats), and one that still fails is reported with its
+  containers' stats only (ListContainerStats of that sandbox).
+- A runtime without pod stats (UNIMPLEMENTED) is asked ListContainerStats instead (containers
+  that carry a pod uid label); one without ImageFsInfo reports no image filesystem. Each
+  optional call that answers UNIMPLEMENTED once is not asked again.
+
+Counters the runtime did not fill (a CRI UInt64Value that is unset) are None, never 0. Rates are
+the consumer's business: containerd often leaves usage_nano_cores empty or 0 (the first call,
+the list calls), so CPU rates come from usage_core_nano_seconds deltas. Times are Unix
+nanoseconds; a usage the runtime gave no time is stamped with the cycle's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
 
+from kubeletapi.cgroups.stats import MemoryStats
+from kubeletapi.errors import KubeletError, NotSupported
+from kubeletapi.runtime.cri import client as rpc
+from kubeletapi.runtime.cri.client import CRIClient
 from kubeletapi.runtime.cri.gen import api_pb2 as pb
-from kubeletapi.runtime.types import PodMeta
+from kubeletapi.runtime.stats import ImageFs, RuntimeStats, RuntimeUsage
+from kubeletapi.runtime.types import POD_UID, Sandbox, SandboxState
+
+log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class CpuUsage:
-    timestamp: int
-    usage_core_nano_seconds: int | None = None
-    usage_nano_cores: int | None = None
+class CRIStatsSource:
+    """Build it with CRIRuntime.stats_source (it shares the runtime's channel); `sandboxes` lists
+    the runtime's sandboxes, `now_ns` stamps figures the runtime left without a time."""
+
+    def __init__(self, client: CRIClient, sandboxes: Callable[[], Awaitable[Sequence[Sandbox]]],
+                 now_ns: Callable[[], int]) -> None:
+        self._client = client
+        self._sandboxes = sandboxes
+        self._now_ns = now_ns
+        self._pod_stats = True
+        self._image_fs = True
+
+    async def runtime_stats(self) -> RuntimeStats:
+        now = self._now_ns()
+        containers: dict[str, RuntimeUsage] = {}
+        pods: dict[str, RuntimeUsage] = {}
+        if self._pod_stats:
+            try:
+                for pod in await self._pod_sandbox_stats():
+                    pods[pod.attributes.metadata.uid] = _pod(pod, now)
+                    containers.update((c.attributes.id, _container(c, now)) for c in pod.linux.containers)
+            except NotSupported as exc:
+                log.info("stats: %s; pod figures come from cgroups", exc)
+                self._pod_stats = False
+        if not self._pod_stats:
+            for c in await self._container_stats():
+                if c.attributes.labels.get(POD_UID):
+                    containers[c.attributes.id] = _container(c, now)
+        return RuntimeStats(containers, pods, await self._image_filesystem())
+
+    async def _pod_sandbox_stats(self) -> list[pb.PodSandboxStats]:
+        """Every ready pod's stats. ListPodSandboxStats fails as a whole when one sandbox has no
+        usable cgroup; then each ready sandbox is asked alone, and one that still fails is reported
+        with its containers' stats only (NotSupported: the runtime has no pod stats at all)."""
+        try:
+            return list((await self._client.call(rpc.LIST_POD_SANDBOX_STATS, pb.ListPodSandboxStatsRequest())).stats)
+        except NotSupported:
+            raise
+        except KubeletError as exc:
+            log.warning("ListPodSandboxStats failed (%s): asking each sandbox", exc)
+        ready = [s for s in await self._sandboxes() if s.state is SandboxState.READY]
+        results = await asyncio.gather(
+            *(self._client.call(rpc.POD_SANDBOX_STATS, pb.PodSandboxStatsRequest(pod_sandbox_id=s.id)) for s in ready),
+            return_exceptions=True)
+        out = []
+        for sandbox, result in zip(ready, results, strict=True):
+            if isinstance(result, pb.PodSandboxStatsResponse):
+                out.append(result.stats)
+                continue
+            log.debug("PodSandboxStats of %s failed (%s): its containers only", sandbox.id, result)
+            try:
+                containers = await self._container_stats(sandbox.id)
+            except KubeletError:
+                containers = []
+            meta = sandbox.meta
+            out.append(pb.PodSandboxStats(
+                attributes=pb.PodSandboxAttributes(id=sandbox.id, metadata=pb.PodSandboxMetadata(
+                    name=meta.name, uid=meta.uid, namespace=meta.namespace, attempt=meta.attempt)),
+                linux=pb.LinuxPodSandboxStats(containers=containers)))
+        return out
+
+    async def _container_stats(self, sandbox_id: str = "") -> list[pb.ContainerStats]:
+        request = pb.ListContainerStatsRequest(filter=pb.ContainerStatsFilter(pod_sandbox_id=sandbox_id))
+        return list((await self._client.call(rpc.LIST_CONTAINER_STATS, request)).stats)
+
+    async def _image_filesystem(self) -> ImageFs | None:
+        if not self._image_fs:
+            return None
+        try:
+            info = await self._client.call(rpc.IMAGE_FS_INFO, pb.ImageFsInfoRequest())
+        except NotSupported as exc:
+            log.info("stats: %s; no image filesystem figures", exc)
+            self._image_fs = False
+            return None
+        for fs in info.image_filesystems:
+            if fs.fs_id.mountpoint:
+                return ImageFs(Path(fs.fs_id.mountpoint), _u64(fs.used_bytes, fs.HasField("used_bytes")),
+                               _u64(fs.inodes_used, fs.HasField("inodes_used")), fs.timestamp or self._now_ns())
+        return None
 
 
-@dataclass(frozen=True)
-class MemoryUsage:
-    timestamp: int
-    working_set_bytes: int | None = None
-    available_bytes: int | None = None
-    usage_bytes: int | None = None
-    rss_bytes: int | None = None
-    page_faults: int | None = None
-    major_page_faults: int | None = None
-
-
-@dataclass(frozen=True)
-class FilesystemUsage:
-    timestamp: int
-    mountpoint: str
-    used_bytes: int | None = None
-    inodes_used: int | None = None
-
-
-@dataclass(frozen=True)
-class ContainerStats:
-    id: str
-    name: str
-    attempt: int
-    labels: Mapping[str, str] = field(default_factory=dict)
-    annotations: Mapping[str, str] = field(default_factory=dict)
-    cpu: CpuUsage | None = None
-    memory: MemoryUsage | None = None
-    writable_layer: FilesystemUsage | None = None
-
-
-@dataclass(frozen=True)
-class NetworkInterfaceUsage:
-    name: str
-    rx_bytes: int | None = None
-    rx_errors: int | None = None
-    tx_bytes: int | None = None
-    tx_errors: int | None = None
-
-
-@dataclass(frozen=True)
-class NetworkUsage:
-    timestamp: int
-    default_interface: NetworkInterfaceUsage | None = None
-    interfaces: tuple[NetworkInterfaceUsage, ...] = ()
-
-
-@dataclass(frozen=True)
-class PodSandboxStats:
-    """A pod's cgroup usage (Linux) and its containers'; network is None for host-network pods."""
-
-    id: str
-    meta: PodMeta
-    labels: Mapping[str, str] = field(default_factory=dict)
-    annotations: Mapping[str, str] = field(default_factory=dict)
-    cpu: CpuUsage | None = None
-    memory: MemoryUsage | None = None
-    network: NetworkUsage | None = None
-    process_count: int | None = None
-    containers: tuple[ContainerStats, ...] = ()
+# --- CRI messages -> runtime.stats values ---------------------------------------------------------
 
 
 def _u64(message: pb.UInt64Value, present: bool) -> int | None:
     return message.value if present else None
 
 
-def cpu(m: pb.CpuUsage) -> CpuUsage:
-    return CpuUsage(
-        timestamp=m.timestamp,
-        usage_core_nano_seconds=_u64(m.usage_core_nano_seconds, m.HasField("usage_core_nano_seconds")),
-        usage_nano_cores=_u64(m.usage_nano_cores, m.HasField("usage_nano_cores")),
+def _memory(m: pb.MemoryUsage | None) -> MemoryStats | None:
+    if m is None or not m.HasField("working_set_bytes"):
+        return None
+    working_set = m.working_set_bytes.value
+    return MemoryStats(
+        usage=m.usage_bytes.value if m.HasField("usage_bytes") else working_set, working_set=working_set,
+        rss=_u64(m.rss_bytes, m.HasField("rss_bytes")), pgfault=_u64(m.page_faults, m.HasField("page_faults")),
+        pgmajfault=_u64(m.major_page_faults, m.HasField("major_page_faults")),
     )
 
 
-def memory(m: pb.MemoryUsage) -> MemoryUsage:
-    return MemoryUsage(
-        timestamp=m.timestamp,
-        working_set_bytes=_u64(m.working_set_bytes, m.HasField("working_set_bytes")),
-        available_bytes=_u64(m.available_bytes, m.HasField("available_bytes")),
-        usage_bytes=_u64(m.usage_bytes, m.HasField("usage_bytes")),
-        rss_bytes=_u64(m.rss_bytes, m.HasField("rss_bytes")),
-        page_faults=_u64(m.page_faults, m.HasField("page_faults")),
-        major_page_faults=_u64(m.major_page_faults, m.HasField("major_page_faults")),
-    )
+def _usage(cpu: pb.CpuUsage | None, memory: pb.MemoryUsage | None, now_ns: int) -> RuntimeUsage:
+    stamps = [u.timestamp for u in (cpu, memory) if u is not None and u.timestamp]
+    usage = RuntimeUsage(timestamp_ns=max(stamps) if stamps else now_ns, memory=_memory(memory))
+    if cpu is None:
+        return usage
+    return replace(usage, cpu_usage_ns=_u64(cpu.usage_core_nano_seconds, cpu.HasField("usage_core_nano_seconds")),
+                   nano_cores=_u64(cpu.usage_nano_cores, cpu.HasField("usage_nano_cores")))
 
 
-def filesystem(m: pb.FilesystemUsage) -> FilesystemUsage:
-    return FilesystemUsage(
-        timestamp=m.timestamp, mountpoint=m.fs_id.mountpoint,
-        used_bytes=_u64(m.used_bytes, m.HasField("used_bytes")),
-        inodes_used=_u64(m.inodes_used, m.HasField("inodes_used")),
-    )
+def _container(m: pb.ContainerStats, now_ns: int) -> RuntimeUsage:
+    usage = _usage(m.cpu if m.HasField("cpu") else None, m.memory if m.HasField("memory") else None, now_ns)
+    if not m.HasField("writable_layer"):
+        return usage
+    layer = m.writable_layer
+    return replace(usage, rootfs_used=_u64(layer.used_bytes, layer.HasField("used_bytes")),
+                   rootfs_inodes=_u64(layer.inodes_used, layer.HasField("inodes_used")))
 
 
-def container(m: pb.ContainerStats) -> ContainerStats:
-    attrs = m.attributes
-    return ContainerStats(
-        id=attrs.id, name=attrs.metadata.name, attempt=attrs.metadata.attempt,
-        labels=dict(attrs.labels), annotations=dict(attrs.annotations),
-        cpu=cpu(m.cpu) if m.HasField("cpu") else None,
-        memory=memory(m.memory) if m.HasField("memory") else None,
-        writable_layer=filesystem(m.writable_layer) if m.HasField("writable_layer") else None,
-    )
-
-
-def _interface(m: pb.NetworkInterfaceUsage) -> NetworkInterfaceUsage:
-    return NetworkInterfaceUsage(
-        name=m.name,
-        rx_bytes=_u64(m.rx_bytes, m.HasField("rx_bytes")), rx_errors=_u64(m.rx_errors, m.HasField("rx_errors")),
-        tx_bytes=_u64(m.tx_bytes, m.HasField("tx_bytes")), tx_errors=_u64(m.tx_errors, m.HasField("tx_errors")),
-    )
-
-
-def _network(m: pb.NetworkUsage) -> NetworkUsage:
-    return NetworkUsage(
-        timestamp=m.timestamp,
-        default_interface=_interface(m.default_interface) if m.HasField("default_interface") else None,
-        interfaces=tuple(_interface(i) for i in m.interfaces),
-    )
-
-
-def pod(m: pb.PodSandboxStats) -> PodSandboxStats:
-    attrs, linux = m.attributes, m.linux
-    meta = attrs.metadata
+def _pod(m: pb.PodSandboxStats, now_ns: int) -> RuntimeUsage:
+    linux = m.linux
+    usage = _usage(linux.cpu if linux.HasField("cpu") else None,
+                   linux.memory if linux.HasField("memory") else None, now_ns)
     process = linux.process
-    return PodSandboxStats(
-        id=attrs.id, meta=PodMeta(meta.name, meta.namespace, meta.uid, meta.attempt),
-        labels=dict(attrs.labels), annotations=dict(attrs.annotations),
-        cpu=cpu(linux.cpu) if linux.HasField("cpu") else None,
-        memory=memory(linux.memory) if linux.HasField("memory") else None,
-        network=_network(linux.network) if linux.HasField("network") else None,
-        process_count=_u64(process.process_count, process.HasField("process_count")),
-        containers=tuple(container(c) for c in linux.containers),
-    )
+    return replace(usage, process_count=_u64(process.process_count, process.HasField("process_count")))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kubeletapi.procread import read_stat
+
 PROC = Path("/proc")
 
 
@@ -13,11 +15,9 @@ def start_ticks(pid: int, proc: Path = PROC) -> int:
     With the pid, it identifies a process: a recycled pid has a different start time.
     """
     try:
-        text = (proc / str(pid) / "stat").read_text()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        stat = read_stat(pid, proc)
+    except (FileNotFoundError, ProcessLookupError, PermissionError, IndexError, ValueError):
+        return -1  # gone, unreadable, or a record cut short
+    if stat.state == "Z":  # a zombie has exited
         return -1
-    # comm (field 2) may hold spaces and parentheses: split after the last ')'
-    fields = text[text.rfind(")") + 2 :].split()
-    if not fields or fields[0] == "Z":  # a zombie has exited
-        return -1
-    return int(fields[19])
+    return stat.start_ticks

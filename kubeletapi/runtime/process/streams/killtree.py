@@ -14,40 +14,30 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from dataclasses import dataclass
 from pathlib import Path
 
+from kubeletapi.procread import ProcStat, read_stat
 from kubeletapi.runtime.process import procfs
 
 KILL_ROUNDS = 10
 
 
-@dataclass(frozen=True)
-class _Proc:
-    ppid: int
-    sid: int
-    ticks: int
-
-
-def _processes(proc: Path = procfs.PROC) -> dict[int, _Proc]:
-    """Every live (not zombie) process: parent, session, start time."""
-    table: dict[int, _Proc] = {}
+def _processes(proc: Path = procfs.PROC) -> dict[int, ProcStat]:
+    """Every live (not zombie) process (its parent, session and start time are what is used)."""
+    table: dict[int, ProcStat] = {}
     for entry in os.scandir(proc):
         if not entry.name.isdigit():
             continue
         try:
-            with open(os.path.join(entry.path, "stat"), "rb") as f:
-                text = f.read()
-        except OSError:
-            continue
-        fields = text[text.rfind(b")") + 2 :].split()
-        if len(fields) < 20 or fields[0] == b"Z":
-            continue
-        table[int(entry.name)] = _Proc(int(fields[1]), int(fields[3]), int(fields[19]))
+            stat = read_stat(int(entry.name), proc)
+        except (OSError, IndexError, ValueError):
+            continue  # exited mid-scan, or a torn record
+        if stat.state != "Z":
+            table[stat.pid] = stat
     return table
 
 
-def _session_tree(table: dict[int, _Proc], root: int) -> set[int]:
+def _session_tree(table: dict[int, ProcStat], root: int) -> set[int]:
     """`root`, its descendants, and every member of its session or of one a descendant leads."""
     children: dict[int, list[int]] = {}
     for pid, p in table.items():
@@ -59,8 +49,8 @@ def _session_tree(table: dict[int, _Proc], root: int) -> set[int]:
             if child not in found:
                 found.add(child)
                 todo.append(child)
-    sessions = {root} | {pid for pid in found if table[pid].sid == pid}
-    return found | {pid for pid, p in table.items() if p.sid in sessions}
+    sessions = {root} | {pid for pid in found if table[pid].session == pid}
+    return found | {pid for pid, p in table.items() if p.session in sessions}
 
 
 def _kill(pid: int, ticks: int) -> None:
@@ -94,6 +84,6 @@ def kill_session_tree(root: int) -> int:
         if not new:
             break
         for pid in new:
-            _kill(pid, table[pid].ticks)
+            _kill(pid, table[pid].start_ticks)
         killed |= new
     return len(killed)

@@ -1,0 +1,76 @@
+"""The host's filesystem figures for the stats: statvfs and tree usage behind one seam (HostFs,
+which golden tests replace), and the volume usage cache housekeeping fills.
+
+Volumes are walked every volumeStatsAggPeriod (and a new pod's once, in its first cycle), never
+in a request: a cycle reads their last figures from the cache (a container's log directory,
+small, is walked in every cycle).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from kubeletapi.stats.du import dir_usage
+from kubeletapi.stats.fs import FsStats, MountTable, fs_stats
+from kubeletapi.stats.snapshot import FsUsage
+
+log = logging.getLogger(__name__)
+
+
+class HostFs(Protocol):
+    """Filesystem figures (the seam golden tests replace)."""
+
+    def stats(self, path: Path) -> FsStats:
+        """statvfs of the filesystem holding `path`; NotFound/Unavailable like stats.fs.fs_stats."""
+        ...
+
+    def usage(self, path: Path) -> FsUsage | None:
+        """Bytes and inodes the tree at `path` takes (None: missing, or too large to walk)."""
+        ...
+
+
+class OsHostFs:
+    def __init__(self, proc_root: Path, now_ns: Callable[[], int]) -> None:
+        self._mounts = MountTable(proc_root)
+        self._proc_root = proc_root
+        self._now_ns = now_ns
+
+    def stats(self, path: Path) -> FsStats:
+        return fs_stats(path, self._proc_root, self._mounts)
+
+    def usage(self, path: Path) -> FsUsage | None:
+        found = dir_usage(path)
+        return None if found is None else FsUsage(found.used, found.inodes, self._now_ns())
+
+
+@dataclass
+class VolumeUsageCache:
+    """Volume usage measured every volumeStatsAggPeriod (by housekeeping, off the main cycle), and
+    a new pod's volumes once when first seen (the kubelet starts a pod's volume calculator at once)."""
+
+    values: dict[Path, FsUsage | None] = field(default_factory=dict)
+
+    def refresh(self, paths: Iterable[Path], fs: HostFs) -> None:
+        self.values = self._measure(paths, fs)  # one assignment: readers in other threads see old or new, whole
+
+    def add_new(self, paths: Iterable[Path], fs: HostFs) -> None:
+        """Measure the paths not measured yet, keeping every other figure."""
+        new = [p for p in paths if p not in self.values]
+        if new:
+            self.values = {**self.values, **self._measure(new, fs)}
+
+    @staticmethod
+    def _measure(paths: Iterable[Path], fs: HostFs) -> dict[Path, FsUsage | None]:
+        fresh: dict[Path, FsUsage | None] = {}
+        for path in paths:
+            fresh[path] = fs.usage(path)
+            if fresh[path] is None and path.exists():
+                log.warning("volume stats: %s has more entries than the walk limit; its usage is not reported", path)
+        return fresh
+
+    def get(self, path: Path) -> FsUsage | None:
+        return self.values.get(path)
