@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kubeletapi.cgroups.read_common import CgroupReader
-from kubeletapi.cm.cgroupnames import QOS_CHILDREN
 from kubeletapi.cgroups.stats import CgroupSample, CpuStats, MemoryStats
+from kubeletapi.cm.cgroupnames import QOS_CHILDREN
 from kubeletapi.errors import KubeletError
 from kubeletapi.procread import read_stat
 from kubeletapi.runtime.stats import RuntimeStats, RuntimeUsage
