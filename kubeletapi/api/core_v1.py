@@ -16,15 +16,15 @@ present, map keys sorted, times as RFC 3339 in UTC with second precision, zero t
 from __future__ import annotations
 
 import re
-import types
 import typing
 from datetime import UTC, datetime
-from typing import Annotated, Any, ClassVar, Union
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, WithJsonSchema, model_validator
+from pydantic import ConfigDict, Field, PlainSerializer, PlainValidator, WithJsonSchema
 
 from kubeletapi.api import fields
-from kubeletapi.api.quantity import ZERO, Quantity, QuantityValue
+from kubeletapi.api.gowire import GoStruct, format_time, unwrap
+from kubeletapi.api.quantity import ZERO, QuantityValue
 
 # --- scalar types --------------------------------------------------------------------------------
 
@@ -47,12 +47,6 @@ def parse_time(value: Any) -> datetime:
         zone = "+00:00" if zone in "Zz" else zone
         return datetime.fromisoformat(f"{day}T{clock}.{(frac or '0')[:6]:0<6}{zone}")
     raise ValueError("must be an RFC 3339 date-time such as 2006-01-02T15:04:05Z")
-
-
-def format_time(value: datetime) -> str:
-    """metav1.Time.MarshalJSON: RFC 3339 in UTC, whole seconds."""
-    t = value.astimezone(UTC) if value.tzinfo else value
-    return f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}Z"
 
 
 def _int_or_string(value: Any) -> int | str:
@@ -92,28 +86,12 @@ OpaqueList = list[Any]  # a list of unmodelled v1 objects, kept verbatim
 
 # --- encoding ------------------------------------------------------------------------------------
 
-_Rule = tuple[str, str, str, bool]  # python name, JSON name, "always" | "pointer" | "omitempty", sort map keys
-_RULES: dict[type, list[_Rule]] = {}
-_CHILDREN: dict[type, dict[str, Any]] = {}
+_CHILDREN: dict[type, dict[str, Any]] = {}  # a cache: each object's modelled and opaque children
 
 
-def unwrap(tp: Any) -> Any:
-    """X from X | None and from Annotated[X, ...]."""
-    while True:
-        origin = typing.get_origin(tp)
-        if origin is Annotated:
-            tp = typing.get_args(tp)[0]
-        elif origin in (Union, types.UnionType):
-            args = [a for a in typing.get_args(tp) if a is not type(None)]
-            if len(args) != 1:
-                return tp
-            tp = args[0]
-        else:
-            return tp
-
-
-class WireModel(BaseModel):
-    """Base of every v1 object: strict decoding, unknown keys rejected, Go-style `to_wire()`."""
+class WireModel(GoStruct):
+    """Base of every v1 object: strict decoding, unknown keys rejected, Go-style `to_wire()`
+    (gowire.GoStruct: `_always` names the fields without omitempty, or struct-valued)."""
 
     model_config = ConfigDict(
         strict=True,
@@ -123,41 +101,11 @@ class WireModel(BaseModel):
         validate_by_alias=True,
         serialize_by_alias=True,
     )
-    _always: ClassVar[frozenset[str]] = frozenset()  # fields without omitempty (or struct-valued)
     _opaque: ClassVar[dict[str, str]] = {}  # JSON name -> table in fields.SCHEMAS for its keys
-
-    @model_validator(mode="before")
-    @classmethod
-    def _drop_nulls(cls, data: Any) -> Any:
-        # JSON null decodes to the zero value in Go: same as the key being absent.
-        return {k: v for k, v in data.items() if v is not None} if isinstance(data, dict) else data
-
-    @classmethod
-    def _rules(cls) -> list[_Rule]:
-        rules = _RULES.get(cls)
-        if rules is None:
-            rules = []
-            for name, info in cls.model_fields.items():
-                kind = "always" if name in cls._always else "pointer" if info.default is None else "omitempty"
-                tp = unwrap(info.annotation)
-                sort = typing.get_origin(tp) is dict and typing.get_args(tp)[1] is not Any
-                rules.append((name, info.alias or name, kind, sort))
-            _RULES[cls] = rules
-        return rules
-
-    def to_wire(self) -> dict[str, Any]:
-        """A JSON-ready dict, encoded as Go encodes this object for the kubelet's /pods."""
-        out: dict[str, Any] = {}
-        for name, key, kind, sort in self._rules():
-            value = getattr(self, name)
-            if kind != "always" and (value is None or (kind == "omitempty" and _empty(value))):
-                continue
-            out[key] = _wire(value, sort)
-        return out
 
     def _set_keys(self, *names: str) -> list[str]:
         """JSON names, in field order, of those of `names` whose value is not None."""
-        return [key for name, key, _, _ in self._rules() if name in names and getattr(self, name) is not None]
+        return [key for name, key, _, _ in self.wire_rules() if name in names and getattr(self, name) is not None]
 
     @classmethod
     def opaque_errors(cls, raw: Any, path: str = "") -> list[str]:
@@ -211,27 +159,7 @@ def _opaque_errors_in(target: tuple[str, type[WireModel]], value: Any, path: str
     return model.opaque_errors(value, path) if shape == "one" else []
 
 
-def _empty(value: Any) -> bool:
-    if isinstance(value, (WireModel, Quantity)):
-        return False  # Go's omitempty never omits a struct
-    if isinstance(value, bool):
-        return not value
-    return value in ("", 0) or (isinstance(value, (list, dict)) and not value)
 
-
-def _wire(value: Any, sort: bool = False) -> Any:
-    if isinstance(value, WireModel):
-        return value.to_wire()
-    if isinstance(value, Quantity):
-        return value.wire()
-    if isinstance(value, datetime):
-        return format_time(value)
-    if isinstance(value, list):
-        return [_wire(item) for item in value]
-    if isinstance(value, dict):
-        items = sorted(value.items()) if sort else value.items()
-        return {k: _wire(v) for k, v in items}
-    return value
 
 
 # --- metadata ------------------------------------------------------------------------------------

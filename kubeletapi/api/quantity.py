@@ -25,6 +25,7 @@ from typing import Annotated, Any
 
 from pydantic import PlainSerializer, PlainValidator, WithJsonSchema
 
+from kubeletapi.api.gowire import GoValue
 from kubeletapi.errors import InvalidInput
 
 SPLIT_RE = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
@@ -149,7 +150,7 @@ def _amount(scan: _Scan, base: int, exponent: int) -> Decimal:
 
 @total_ordering
 @dataclass(frozen=True, eq=False)
-class Quantity:
+class Quantity(GoValue):
     """An exact resource quantity. Compare, scale and re-encode it; never a float."""
 
     amount: Decimal

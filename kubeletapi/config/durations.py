@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from kubeletapi.api.gowire import GoValue
+
 _UNITS: dict[str, int] = {
     "ns": 1,
     "us": 1_000,
@@ -27,7 +29,7 @@ _SECOND = 1_000_000_000
 
 
 @dataclass(frozen=True, order=True)
-class Duration:
+class Duration(GoValue):
     """A signed duration in integer nanoseconds (Go's int64 time.Duration)."""
 
     ns: int
@@ -47,6 +49,10 @@ class Duration:
 
     def __str__(self) -> str:
         return _format_ns(self.ns)
+
+    def wire(self) -> str:
+        """metav1.Duration's JSON: the Go duration string."""
+        return str(self)
 
 
 def _parse_ns(text: str) -> int:

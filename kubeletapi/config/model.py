@@ -12,10 +12,11 @@ The table is the spec, like a metric table: it is exempt from the module size bu
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, model_validator
+from pydantic import ConfigDict, Field, PlainSerializer, PlainValidator, model_validator
 
+from kubeletapi.api.gowire import GoStruct, Tag
 from kubeletapi.config.durations import Duration, coerce
 
 API_VERSION = "kubelet.config.k8s.io/v1beta1"
@@ -48,22 +49,17 @@ def jf(alias: str, default: Any = None, **kw: Any) -> Any:
     return Field(default, alias=alias, **kw)
 
 
-class WireModel(BaseModel):
-    """Strict decoding by JSON name; wire encoding with Go's omitempty rules."""
+class WireModel(GoStruct):
+    """Strict decoding by JSON name; wire encoding with Go's omitempty rules (gowire.GoStruct).
+    `_pointers` and `_always` name fields by their JSON names, as types.go spells them."""
 
     model_config = ConfigDict(
         extra="forbid", strict=True, populate_by_name=False
     )
-    # JSON names of pointer fields (kept when false/0) and of fields without omitempty.
-    _pointers: ClassVar[frozenset[str]] = frozenset()
-    _always: ClassVar[frozenset[str]] = frozenset()
 
-    @model_validator(mode="before")
     @classmethod
-    def _null_is_absent(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            return {k: v for k, v in data.items() if v is not None}
-        return data
+    def _tag(cls, name: str, alias: str, default: Any) -> Tag:
+        return super()._tag(alias, alias, default)
 
     @model_validator(mode="after")
     def _zero_gets_default(self) -> WireModel:
@@ -75,35 +71,6 @@ class WireModel(BaseModel):
             if value in (0, "") or value == Duration(0):
                 object.__setattr__(self, name, info.default)
         return self
-
-    def to_wire(self) -> dict[str, Any]:
-        """The JSON object the kubelet would encode for this struct."""
-        out: dict[str, Any] = {}
-        for name, info in type(self).model_fields.items():
-            alias = info.alias or name
-            value = getattr(self, name)
-            if isinstance(value, WireModel):
-                out[alias] = value.to_wire()
-            elif isinstance(value, Duration):
-                out[alias] = str(value)
-            elif value is None:
-                continue
-            elif alias in self._always or alias in self._pointers or value not in (0, "", False, [], {}):
-                out[alias] = _plain(value)
-            # else: a zero non-pointer omitempty field is omitted
-        return out
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, WireModel):
-        return value.to_wire()
-    if isinstance(value, Duration):
-        return str(value)
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
 
 
 class X509Authentication(WireModel):

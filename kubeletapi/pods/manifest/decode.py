@@ -14,7 +14,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kubeletapi.api.core_v1 import Pod, WireModel, unwrap
+from kubeletapi.api.core_v1 import Pod, WireModel
+from kubeletapi.api.gowire import unwrap
 from kubeletapi.pods.manifest.defaults import apply_defaults
 from kubeletapi.pods.manifest.errors import ManifestError, go_value
 from kubeletapi.pods.manifest.load import load_document
