@@ -38,12 +38,13 @@ Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
 UInt32 = Annotated[int, Field(ge=0, le=2**31 - 1)]
 
 
-def dur(text: str) -> Duration:
+def go_duration(text: str) -> Duration:
+    """A default written as Go writes it in types.go ("2m", "5s")."""
     return Duration.parse(text)
 
 
-def jf(alias: str, default: Any = None, **kw: Any) -> Any:
-    """A field with its exact JSON name."""
+def json_field(alias: str, default: Any = None, **kw: Any) -> Any:
+    """A field with its exact JSON name (types.go's json tag) and its default."""
     if "default_factory" in kw:
         return Field(alias=alias, **kw)
     return Field(default, alias=alias, **kw)
@@ -74,30 +75,30 @@ class WireModel(GoStruct):
 
 
 class X509Authentication(WireModel):
-    client_ca_file: str = jf("clientCAFile", "")
+    client_ca_file: str = json_field("clientCAFile", "")
 
 
 class WebhookAuthentication(WireModel):
     _pointers = frozenset({"enabled"})
-    enabled: bool = jf("enabled", True)
-    cache_ttl: GoDuration = jf("cacheTTL", dur("2m"))
+    enabled: bool = json_field("enabled", True)
+    cache_ttl: GoDuration = json_field("cacheTTL", go_duration("2m"))
 
 
 class AnonymousAuthentication(WireModel):
     _pointers = frozenset({"enabled"})
-    enabled: bool = jf("enabled", False)
+    enabled: bool = json_field("enabled", False)
 
 
 class Authentication(WireModel):
     _always = frozenset({"x509", "webhook", "anonymous"})
-    x509: X509Authentication = jf("x509", default_factory=X509Authentication)
-    webhook: WebhookAuthentication = jf("webhook", default_factory=WebhookAuthentication)
-    anonymous: AnonymousAuthentication = jf("anonymous", default_factory=AnonymousAuthentication)
+    x509: X509Authentication = json_field("x509", default_factory=X509Authentication)
+    webhook: WebhookAuthentication = json_field("webhook", default_factory=WebhookAuthentication)
+    anonymous: AnonymousAuthentication = json_field("anonymous", default_factory=AnonymousAuthentication)
 
 
 class WebhookAuthorization(WireModel):
-    cache_authorized_ttl: GoDuration = jf("cacheAuthorizedTTL", dur("5m"))
-    cache_unauthorized_ttl: GoDuration = jf("cacheUnauthorizedTTL", dur("30s"))
+    cache_authorized_ttl: GoDuration = json_field("cacheAuthorizedTTL", go_duration("5m"))
+    cache_unauthorized_ttl: GoDuration = json_field("cacheUnauthorizedTTL", go_duration("30s"))
 
 
 AUTHORIZATION_MODES = ("AlwaysAllow", "Webhook", "RBAC")
@@ -106,71 +107,71 @@ AUTHORIZATION_MODES = ("AlwaysAllow", "Webhook", "RBAC")
 class Authorization(WireModel):
     _always = frozenset({"webhook"})
     # RBAC is kubeletapi's extension: ClusterRoles/Bindings from --authorization-rbac-file.
-    mode: str = jf("mode", "Webhook", pattern=r"^(|AlwaysAllow|Webhook|RBAC)$")
-    webhook: WebhookAuthorization = jf("webhook", default_factory=WebhookAuthorization)
+    mode: str = json_field("mode", "Webhook", pattern=r"^(|AlwaysAllow|Webhook|RBAC)$")
+    webhook: WebhookAuthorization = json_field("webhook", default_factory=WebhookAuthorization)
 
 
 class MemorySwap(WireModel):
-    swap_behavior: str = jf("swapBehavior", "")
+    swap_behavior: str = json_field("swapBehavior", "")
 
 
 class CrashLoopBackOff(WireModel):
     _pointers = frozenset({"maxContainerRestartPeriod"})
-    max_container_restart_period: GoDuration = jf("maxContainerRestartPeriod", dur("5m"))
+    max_container_restart_period: GoDuration = json_field("maxContainerRestartPeriod", go_duration("5m"))
 
 
 class ShutdownGracePeriodByPodPriority(WireModel):
     _always = frozenset({"priority", "shutdownGracePeriodSeconds"})
-    priority: Int32 = jf("priority", 0)
-    shutdown_grace_period_seconds: Int64 = jf("shutdownGracePeriodSeconds", 0)
+    priority: Int32 = json_field("priority", 0)
+    shutdown_grace_period_seconds: Int64 = json_field("shutdownGracePeriodSeconds", 0)
 
 
 class MemoryReservation(WireModel):
     _always = frozenset({"numaNode", "limits"})
-    numa_node: Int32 = jf("numaNode", 0)
-    limits: dict[str, str | int | float] = jf("limits", default_factory=dict)
+    numa_node: Int32 = json_field("numaNode", 0)
+    limits: dict[str, str | int | float] = json_field("limits", default_factory=dict)
 
 
 class Taint(WireModel):
     _always = frozenset({"key", "effect"})
-    key: str = jf("key", "")
-    value: str = jf("value", "")
-    effect: str = jf("effect", "", pattern=r"^(NoSchedule|PreferNoSchedule|NoExecute)$")
-    time_added: str | None = jf("timeAdded")
+    key: str = json_field("key", "")
+    value: str = json_field("value", "")
+    effect: str = json_field("effect", "", pattern=r"^(NoSchedule|PreferNoSchedule|NoExecute)$")
+    time_added: str | None = json_field("timeAdded")
 
 
 class VModuleItem(WireModel):
     _always = frozenset({"filePattern", "verbosity"})
-    file_pattern: str = jf("filePattern", "")
-    verbosity: UInt32 = jf("verbosity", 0)
+    file_pattern: str = json_field("filePattern", "")
+    verbosity: UInt32 = json_field("verbosity", 0)
 
 
 class OutputRouting(WireModel):
-    split_stream: bool = jf("splitStream", False)
-    info_buffer_size: str | int = jf("infoBufferSize", "0")
+    split_stream: bool = json_field("splitStream", False)
+    info_buffer_size: str | int = json_field("infoBufferSize", "0")
 
 
 class FormatOptions(WireModel):
-    text: OutputRouting = jf("text", default_factory=OutputRouting)
-    json_: OutputRouting = jf("json", default_factory=OutputRouting)
+    text: OutputRouting = json_field("text", default_factory=OutputRouting)
+    json_: OutputRouting = json_field("json", default_factory=OutputRouting)
 
 
 class Logging(WireModel):
     _always = frozenset({"flushFrequency", "verbosity"})
-    format: str = jf("format", "text", pattern=r"^(|text|json)$")
-    flush_frequency: FlushDuration = jf("flushFrequency", dur("5s"))
-    verbosity: UInt32 = jf("verbosity", 0)
-    vmodule: list[VModuleItem] = jf("vmodule", default_factory=list)
-    options: FormatOptions = jf("options", default_factory=FormatOptions)
+    format: str = json_field("format", "text", pattern=r"^(|text|json)$")
+    flush_frequency: FlushDuration = json_field("flushFrequency", go_duration("5s"))
+    verbosity: UInt32 = json_field("verbosity", 0)
+    vmodule: list[VModuleItem] = json_field("vmodule", default_factory=list)
+    options: FormatOptions = json_field("options", default_factory=FormatOptions)
 
 
 class Tracing(WireModel):
-    endpoint: str | None = jf("endpoint")
-    sampling_rate_per_million: Int32 | None = jf("samplingRatePerMillion")
+    endpoint: str | None = json_field("endpoint")
+    sampling_rate_per_million: Int32 | None = json_field("samplingRatePerMillion")
 
 
 class UserNamespaces(WireModel):
-    ids_per_pod: Int64 | None = jf("idsPerPod")
+    ids_per_pod: Int64 | None = json_field("idsPerPod")
 
 
 LINUX_EVICTION_HARD = {
@@ -203,142 +204,142 @@ class KubeletConfiguration(WireModel):
     _pointers = _POINTERS
     _always = frozenset({"authentication", "authorization", "containerRuntimeEndpoint"})
 
-    enable_server: bool = jf("enableServer", True)
-    static_pod_path: str = jf("staticPodPath", "")
-    pod_logs_dir: str = jf("podLogsDir", "/var/log/pods")
-    sync_frequency: GoDuration = jf("syncFrequency", dur("1m"))
-    file_check_frequency: GoDuration = jf("fileCheckFrequency", dur("20s"))
-    http_check_frequency: GoDuration = jf("httpCheckFrequency", dur("20s"))
-    static_pod_url: str = jf("staticPodURL", "")
-    static_pod_url_header: dict[str, list[str]] = jf("staticPodURLHeader", default_factory=dict)
-    address: str = jf("address", "0.0.0.0")  # noqa: S104 - the kubelet's default
-    port: Int32 = jf("port", 10250)
-    read_only_port: Int32 = jf("readOnlyPort", 0)
-    tls_cert_file: str = jf("tlsCertFile", "")
-    tls_private_key_file: str = jf("tlsPrivateKeyFile", "")
-    tls_cipher_suites: list[str] = jf("tlsCipherSuites", default_factory=list)
-    tls_curve_preferences: list[Int32] = jf("tlsCurvePreferences", default_factory=list)
-    tls_min_version: str = jf("tlsMinVersion", "")
-    rotate_certificates: bool = jf("rotateCertificates", False)
-    server_tls_bootstrap: bool = jf("serverTLSBootstrap", False)
-    authentication: Authentication = jf("authentication", default_factory=Authentication)
-    authorization: Authorization = jf("authorization", default_factory=Authorization)
-    registry_pull_qps: Int32 = jf("registryPullQPS", 5)
-    registry_burst: Int32 = jf("registryBurst", 10)
-    image_pull_credentials_verification_policy: str = jf(
+    enable_server: bool = json_field("enableServer", True)
+    static_pod_path: str = json_field("staticPodPath", "")
+    pod_logs_dir: str = json_field("podLogsDir", "/var/log/pods")
+    sync_frequency: GoDuration = json_field("syncFrequency", go_duration("1m"))
+    file_check_frequency: GoDuration = json_field("fileCheckFrequency", go_duration("20s"))
+    http_check_frequency: GoDuration = json_field("httpCheckFrequency", go_duration("20s"))
+    static_pod_url: str = json_field("staticPodURL", "")
+    static_pod_url_header: dict[str, list[str]] = json_field("staticPodURLHeader", default_factory=dict)
+    address: str = json_field("address", "0.0.0.0")  # noqa: S104 - the kubelet's default
+    port: Int32 = json_field("port", 10250)
+    read_only_port: Int32 = json_field("readOnlyPort", 0)
+    tls_cert_file: str = json_field("tlsCertFile", "")
+    tls_private_key_file: str = json_field("tlsPrivateKeyFile", "")
+    tls_cipher_suites: list[str] = json_field("tlsCipherSuites", default_factory=list)
+    tls_curve_preferences: list[Int32] = json_field("tlsCurvePreferences", default_factory=list)
+    tls_min_version: str = json_field("tlsMinVersion", "")
+    rotate_certificates: bool = json_field("rotateCertificates", False)
+    server_tls_bootstrap: bool = json_field("serverTLSBootstrap", False)
+    authentication: Authentication = json_field("authentication", default_factory=Authentication)
+    authorization: Authorization = json_field("authorization", default_factory=Authorization)
+    registry_pull_qps: Int32 = json_field("registryPullQPS", 5)
+    registry_burst: Int32 = json_field("registryBurst", 10)
+    image_pull_credentials_verification_policy: str = json_field(
         "imagePullCredentialsVerificationPolicy",
         "NeverVerifyPreloadedImages",
         pattern=r"^(|NeverVerify|NeverVerifyPreloadedImages|NeverVerifyAllowlistedImages|AlwaysVerify)$",
     )
-    preloaded_images_verification_allowlist: list[str] = jf(
+    preloaded_images_verification_allowlist: list[str] = json_field(
         "preloadedImagesVerificationAllowlist", default_factory=list
     )
-    event_record_qps: Int32 = jf("eventRecordQPS", 50)
-    event_burst: Int32 = jf("eventBurst", 100)
-    enable_debugging_handlers: bool = jf("enableDebuggingHandlers", True)
-    enable_contention_profiling: bool = jf("enableContentionProfiling", False)
-    healthz_port: Int32 = jf("healthzPort", 10248)
-    healthz_bind_address: str = jf("healthzBindAddress", "127.0.0.1")
-    oom_score_adj: Int32 = jf("oomScoreAdj", -999)
-    cluster_domain: str = jf("clusterDomain", "")
-    cluster_dns: list[str] = jf("clusterDNS", default_factory=list)
-    streaming_connection_idle_timeout: GoDuration = jf("streamingConnectionIdleTimeout", dur("4h"))
-    node_status_update_frequency: GoDuration = jf("nodeStatusUpdateFrequency", dur("10s"))
-    node_status_report_frequency: GoDuration = jf("nodeStatusReportFrequency", dur("5m"))
-    node_lease_duration_seconds: Int32 = jf("nodeLeaseDurationSeconds", 40)
-    image_minimum_gc_age: GoDuration = jf("imageMinimumGCAge", dur("2m"))
-    image_maximum_gc_age: GoDuration = jf("imageMaximumGCAge", dur("0s"))
-    image_gc_high_threshold_percent: Int32 = jf("imageGCHighThresholdPercent", 85)
-    image_gc_low_threshold_percent: Int32 = jf("imageGCLowThresholdPercent", 80)
-    volume_stats_agg_period: GoDuration = jf("volumeStatsAggPeriod", dur("1m"))
-    kubelet_cgroups: str = jf("kubeletCgroups", "")
-    system_cgroups: str = jf("systemCgroups", "")
-    cgroup_root: str = jf("cgroupRoot", "")
-    cgroups_per_qos: bool = jf("cgroupsPerQOS", True)
-    cgroup_driver: str = jf("cgroupDriver", "cgroupfs", pattern=r"^(|cgroupfs|systemd)$")
-    cpu_manager_policy: str = jf("cpuManagerPolicy", "none")
-    single_process_oom_kill: bool | None = jf("singleProcessOOMKill")
-    cpu_manager_policy_options: dict[str, str] = jf("cpuManagerPolicyOptions", default_factory=dict)
-    cpu_manager_reconcile_period: GoDuration = jf("cpuManagerReconcilePeriod", dur("10s"))
-    memory_manager_policy: str = jf("memoryManagerPolicy", "None")
-    topology_manager_policy: str = jf("topologyManagerPolicy", "none")
-    topology_manager_scope: str = jf("topologyManagerScope", "container")
-    topology_manager_policy_options: dict[str, str] = jf("topologyManagerPolicyOptions", default_factory=dict)
-    qos_reserved: dict[str, str] = jf("qosReserved", default_factory=dict)
-    runtime_request_timeout: GoDuration = jf("runtimeRequestTimeout", dur("2m"))
-    hairpin_mode: str = jf("hairpinMode", "promiscuous-bridge")
-    max_pods: Int32 = jf("maxPods", 110)
-    pod_cidr: str = jf("podCIDR", "")
-    pod_pids_limit: Int64 = jf("podPidsLimit", -1)
-    resolv_conf: str = jf("resolvConf", "/etc/resolv.conf")
-    run_once: bool = jf("runOnce", False)
-    cpu_cfs_quota: bool = jf("cpuCFSQuota", True)
-    cpu_cfs_quota_period: GoDuration = jf("cpuCFSQuotaPeriod", dur("100ms"))
-    node_status_max_images: Int32 = jf("nodeStatusMaxImages", 50)
-    max_open_files: Int64 = jf("maxOpenFiles", 1000000)
-    content_type: str = jf("contentType", "application/vnd.kubernetes.protobuf")
-    kube_api_qps: Int32 = jf("kubeAPIQPS", 50)
-    kube_api_burst: Int32 = jf("kubeAPIBurst", 100)
-    serialize_image_pulls: bool = jf("serializeImagePulls", True)
-    max_parallel_image_pulls: Int32 | None = jf("maxParallelImagePulls")
-    eviction_hard: dict[str, str] | None = jf("evictionHard")
-    eviction_soft: dict[str, str] = jf("evictionSoft", default_factory=dict)
-    eviction_soft_grace_period: dict[str, str] = jf("evictionSoftGracePeriod", default_factory=dict)
-    eviction_pressure_transition_period: GoDuration = jf("evictionPressureTransitionPeriod", dur("5m"))
-    eviction_max_pod_grace_period: Int32 = jf("evictionMaxPodGracePeriod", 0)
-    eviction_minimum_reclaim: dict[str, str] = jf("evictionMinimumReclaim", default_factory=dict)
-    merge_default_eviction_settings: bool = jf("mergeDefaultEvictionSettings", False)
-    pods_per_core: Int32 = jf("podsPerCore", 0)
-    enable_controller_attach_detach: bool = jf("enableControllerAttachDetach", True)
-    protect_kernel_defaults: bool = jf("protectKernelDefaults", False)
-    make_iptables_util_chains: bool = jf("makeIPTablesUtilChains", True)
-    iptables_masquerade_bit: Int32 = jf("iptablesMasqueradeBit", 14)
-    iptables_drop_bit: Int32 = jf("iptablesDropBit", 15)
-    feature_gates: dict[str, bool] = jf("featureGates", default_factory=dict)
-    fail_swap_on: bool = jf("failSwapOn", True)
-    memory_swap: MemorySwap = jf("memorySwap", default_factory=MemorySwap)
-    container_log_max_size: str = jf("containerLogMaxSize", "10Mi")
-    container_log_max_files: Int32 = jf("containerLogMaxFiles", 5)
-    container_log_max_workers: Int32 = jf("containerLogMaxWorkers", 1)
-    container_log_monitor_interval: GoDuration = jf("containerLogMonitorInterval", dur("10s"))
-    config_map_and_secret_change_detection_strategy: str = jf(
+    event_record_qps: Int32 = json_field("eventRecordQPS", 50)
+    event_burst: Int32 = json_field("eventBurst", 100)
+    enable_debugging_handlers: bool = json_field("enableDebuggingHandlers", True)
+    enable_contention_profiling: bool = json_field("enableContentionProfiling", False)
+    healthz_port: Int32 = json_field("healthzPort", 10248)
+    healthz_bind_address: str = json_field("healthzBindAddress", "127.0.0.1")
+    oom_score_adj: Int32 = json_field("oomScoreAdj", -999)
+    cluster_domain: str = json_field("clusterDomain", "")
+    cluster_dns: list[str] = json_field("clusterDNS", default_factory=list)
+    streaming_connection_idle_timeout: GoDuration = json_field("streamingConnectionIdleTimeout", go_duration("4h"))
+    node_status_update_frequency: GoDuration = json_field("nodeStatusUpdateFrequency", go_duration("10s"))
+    node_status_report_frequency: GoDuration = json_field("nodeStatusReportFrequency", go_duration("5m"))
+    node_lease_duration_seconds: Int32 = json_field("nodeLeaseDurationSeconds", 40)
+    image_minimum_gc_age: GoDuration = json_field("imageMinimumGCAge", go_duration("2m"))
+    image_maximum_gc_age: GoDuration = json_field("imageMaximumGCAge", go_duration("0s"))
+    image_gc_high_threshold_percent: Int32 = json_field("imageGCHighThresholdPercent", 85)
+    image_gc_low_threshold_percent: Int32 = json_field("imageGCLowThresholdPercent", 80)
+    volume_stats_agg_period: GoDuration = json_field("volumeStatsAggPeriod", go_duration("1m"))
+    kubelet_cgroups: str = json_field("kubeletCgroups", "")
+    system_cgroups: str = json_field("systemCgroups", "")
+    cgroup_root: str = json_field("cgroupRoot", "")
+    cgroups_per_qos: bool = json_field("cgroupsPerQOS", True)
+    cgroup_driver: str = json_field("cgroupDriver", "cgroupfs", pattern=r"^(|cgroupfs|systemd)$")
+    cpu_manager_policy: str = json_field("cpuManagerPolicy", "none")
+    single_process_oom_kill: bool | None = json_field("singleProcessOOMKill")
+    cpu_manager_policy_options: dict[str, str] = json_field("cpuManagerPolicyOptions", default_factory=dict)
+    cpu_manager_reconcile_period: GoDuration = json_field("cpuManagerReconcilePeriod", go_duration("10s"))
+    memory_manager_policy: str = json_field("memoryManagerPolicy", "None")
+    topology_manager_policy: str = json_field("topologyManagerPolicy", "none")
+    topology_manager_scope: str = json_field("topologyManagerScope", "container")
+    topology_manager_policy_options: dict[str, str] = json_field("topologyManagerPolicyOptions", default_factory=dict)
+    qos_reserved: dict[str, str] = json_field("qosReserved", default_factory=dict)
+    runtime_request_timeout: GoDuration = json_field("runtimeRequestTimeout", go_duration("2m"))
+    hairpin_mode: str = json_field("hairpinMode", "promiscuous-bridge")
+    max_pods: Int32 = json_field("maxPods", 110)
+    pod_cidr: str = json_field("podCIDR", "")
+    pod_pids_limit: Int64 = json_field("podPidsLimit", -1)
+    resolv_conf: str = json_field("resolvConf", "/etc/resolv.conf")
+    run_once: bool = json_field("runOnce", False)
+    cpu_cfs_quota: bool = json_field("cpuCFSQuota", True)
+    cpu_cfs_quota_period: GoDuration = json_field("cpuCFSQuotaPeriod", go_duration("100ms"))
+    node_status_max_images: Int32 = json_field("nodeStatusMaxImages", 50)
+    max_open_files: Int64 = json_field("maxOpenFiles", 1000000)
+    content_type: str = json_field("contentType", "application/vnd.kubernetes.protobuf")
+    kube_api_qps: Int32 = json_field("kubeAPIQPS", 50)
+    kube_api_burst: Int32 = json_field("kubeAPIBurst", 100)
+    serialize_image_pulls: bool = json_field("serializeImagePulls", True)
+    max_parallel_image_pulls: Int32 | None = json_field("maxParallelImagePulls")
+    eviction_hard: dict[str, str] | None = json_field("evictionHard")
+    eviction_soft: dict[str, str] = json_field("evictionSoft", default_factory=dict)
+    eviction_soft_grace_period: dict[str, str] = json_field("evictionSoftGracePeriod", default_factory=dict)
+    eviction_pressure_transition_period: GoDuration = json_field("evictionPressureTransitionPeriod", go_duration("5m"))
+    eviction_max_pod_grace_period: Int32 = json_field("evictionMaxPodGracePeriod", 0)
+    eviction_minimum_reclaim: dict[str, str] = json_field("evictionMinimumReclaim", default_factory=dict)
+    merge_default_eviction_settings: bool = json_field("mergeDefaultEvictionSettings", False)
+    pods_per_core: Int32 = json_field("podsPerCore", 0)
+    enable_controller_attach_detach: bool = json_field("enableControllerAttachDetach", True)
+    protect_kernel_defaults: bool = json_field("protectKernelDefaults", False)
+    make_iptables_util_chains: bool = json_field("makeIPTablesUtilChains", True)
+    iptables_masquerade_bit: Int32 = json_field("iptablesMasqueradeBit", 14)
+    iptables_drop_bit: Int32 = json_field("iptablesDropBit", 15)
+    feature_gates: dict[str, bool] = json_field("featureGates", default_factory=dict)
+    fail_swap_on: bool = json_field("failSwapOn", True)
+    memory_swap: MemorySwap = json_field("memorySwap", default_factory=MemorySwap)
+    container_log_max_size: str = json_field("containerLogMaxSize", "10Mi")
+    container_log_max_files: Int32 = json_field("containerLogMaxFiles", 5)
+    container_log_max_workers: Int32 = json_field("containerLogMaxWorkers", 1)
+    container_log_monitor_interval: GoDuration = json_field("containerLogMonitorInterval", go_duration("10s"))
+    config_map_and_secret_change_detection_strategy: str = json_field(
         "configMapAndSecretChangeDetectionStrategy", "Watch", pattern=r"^(|Get|Cache|Watch)$"
     )
-    system_reserved: dict[str, str] = jf("systemReserved", default_factory=dict)
-    kube_reserved: dict[str, str] = jf("kubeReserved", default_factory=dict)
-    reserved_system_cpus: str = jf("reservedSystemCPUs", "")
-    show_hidden_metrics_for_version: str = jf("showHiddenMetricsForVersion", "")
-    system_reserved_cgroup: str = jf("systemReservedCgroup", "")
-    kube_reserved_cgroup: str = jf("kubeReservedCgroup", "")
-    enforce_node_allocatable: list[str] = jf("enforceNodeAllocatable", default_factory=lambda: ["pods"])
-    allowed_unsafe_sysctls: list[str] = jf("allowedUnsafeSysctls", default_factory=list)
-    volume_plugin_dir: str = jf("volumePluginDir", "/usr/libexec/kubernetes/kubelet-plugins/volume/exec/")
-    provider_id: str = jf("providerID", "")
-    kernel_memcg_notification: bool = jf("kernelMemcgNotification", False)
-    logging: Logging = jf("logging", default_factory=Logging)
-    enable_system_log_handler: bool = jf("enableSystemLogHandler", True)
-    enable_system_log_query: bool | None = jf("enableSystemLogQuery")
-    shutdown_grace_period: GoDuration = jf("shutdownGracePeriod", dur("0s"))
-    shutdown_grace_period_critical_pods: GoDuration = jf("shutdownGracePeriodCriticalPods", dur("0s"))
-    shutdown_grace_period_by_pod_priority: list[ShutdownGracePeriodByPodPriority] = jf(
+    system_reserved: dict[str, str] = json_field("systemReserved", default_factory=dict)
+    kube_reserved: dict[str, str] = json_field("kubeReserved", default_factory=dict)
+    reserved_system_cpus: str = json_field("reservedSystemCPUs", "")
+    show_hidden_metrics_for_version: str = json_field("showHiddenMetricsForVersion", "")
+    system_reserved_cgroup: str = json_field("systemReservedCgroup", "")
+    kube_reserved_cgroup: str = json_field("kubeReservedCgroup", "")
+    enforce_node_allocatable: list[str] = json_field("enforceNodeAllocatable", default_factory=lambda: ["pods"])
+    allowed_unsafe_sysctls: list[str] = json_field("allowedUnsafeSysctls", default_factory=list)
+    volume_plugin_dir: str = json_field("volumePluginDir", "/usr/libexec/kubernetes/kubelet-plugins/volume/exec/")
+    provider_id: str = json_field("providerID", "")
+    kernel_memcg_notification: bool = json_field("kernelMemcgNotification", False)
+    logging: Logging = json_field("logging", default_factory=Logging)
+    enable_system_log_handler: bool = json_field("enableSystemLogHandler", True)
+    enable_system_log_query: bool | None = json_field("enableSystemLogQuery")
+    shutdown_grace_period: GoDuration = json_field("shutdownGracePeriod", go_duration("0s"))
+    shutdown_grace_period_critical_pods: GoDuration = json_field("shutdownGracePeriodCriticalPods", go_duration("0s"))
+    shutdown_grace_period_by_pod_priority: list[ShutdownGracePeriodByPodPriority] = json_field(
         "shutdownGracePeriodByPodPriority", default_factory=list
     )
-    crash_loop_back_off: CrashLoopBackOff = jf("crashLoopBackOff", default_factory=CrashLoopBackOff)
-    reserved_memory: list[MemoryReservation] = jf("reservedMemory", default_factory=list)
-    enable_profiling_handler: bool = jf("enableProfilingHandler", True)
-    enable_debug_flags_handler: bool = jf("enableDebugFlagsHandler", True)
-    seccomp_default: bool = jf("seccompDefault", False)
-    memory_throttling_factor: float = jf("memoryThrottlingFactor", 0.9)
-    register_with_taints: list[Taint] = jf("registerWithTaints", default_factory=list)
-    register_node: bool = jf("registerNode", True)
-    tracing: Tracing | None = jf("tracing")
-    local_storage_capacity_isolation: bool = jf("localStorageCapacityIsolation", True)
-    container_runtime_endpoint: str = jf("containerRuntimeEndpoint", "unix:///run/containerd/containerd.sock")
-    image_service_endpoint: str = jf("imageServiceEndpoint", "")
+    crash_loop_back_off: CrashLoopBackOff = json_field("crashLoopBackOff", default_factory=CrashLoopBackOff)
+    reserved_memory: list[MemoryReservation] = json_field("reservedMemory", default_factory=list)
+    enable_profiling_handler: bool = json_field("enableProfilingHandler", True)
+    enable_debug_flags_handler: bool = json_field("enableDebugFlagsHandler", True)
+    seccomp_default: bool = json_field("seccompDefault", False)
+    memory_throttling_factor: float = json_field("memoryThrottlingFactor", 0.9)
+    register_with_taints: list[Taint] = json_field("registerWithTaints", default_factory=list)
+    register_node: bool = json_field("registerNode", True)
+    tracing: Tracing | None = json_field("tracing")
+    local_storage_capacity_isolation: bool = json_field("localStorageCapacityIsolation", True)
+    container_runtime_endpoint: str = json_field("containerRuntimeEndpoint", "unix:///run/containerd/containerd.sock")
+    image_service_endpoint: str = json_field("imageServiceEndpoint", "")
     # 1.35 defaults this to true (refuse cgroup v1); kubeletapi supports v1, so it keeps the
     # 1.31-1.34 default.
-    fail_cgroup_v1: bool = jf("failCgroupV1", False)
-    user_namespaces: UserNamespaces | None = jf("userNamespaces")
+    fail_cgroup_v1: bool = json_field("failCgroupV1", False)
+    user_namespaces: UserNamespaces | None = json_field("userNamespaces")
 
     @model_validator(mode="before")
     @classmethod

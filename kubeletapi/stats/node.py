@@ -104,15 +104,6 @@ class NodeMemory:
         return max(0, self.usage - self.inactive_file)
 
     @property
-    def total_minus_available(self) -> int | None:
-        """MemTotal - MemAvailable, the `free`-style "used": NOT the kubelet's working set.
-
-        It counts unreclaimable kernel memory (slab, page tables, stacks) and leaves out the
-        page cache the kernel deems reclaimable, active file pages included; on this VM it read
-        about 4x the working set. A rough stand-in only for a consumer that has nothing else."""
-        return None if self.available is None else self.total - self.available
-
-    @property
     def swap_used(self) -> int:
         """SwapTotal - SwapFree: the root's swap usage (runc's root emulation on cgroup v2)."""
         return self.swap_total - self.swap_free

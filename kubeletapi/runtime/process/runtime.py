@@ -177,7 +177,7 @@ class ProcessRuntime:
         sandbox = self._sandbox(record.sandbox_id)
         state_dir = self._state.container_dir(record.id)
         Path(record.log_path).parent.mkdir(parents=True, exist_ok=True)
-        args = self._shim_args(record, sandbox, state_dir)
+        args = self._shim_args(record, sandbox, state_dir, self._place_in_cgroup(record, sandbox))
         env = self._environment(record.config, sandbox.config)
         proc = await asyncio.create_subprocess_exec(
             str(self._shim), *args, env=env,
@@ -323,16 +323,24 @@ class ProcessRuntime:
             return []
         return self._cgroups.procs_files(record.cgroup)
 
-    def _shim_args(self, record: ContainerRecord, sandbox: SandboxRecord, state_dir: Path) -> list[str]:
+    def _place_in_cgroup(self, record: ContainerRecord, sandbox: SandboxRecord) -> list[Path]:
+        """Create the container's cgroup under its pod's, with its limits (as root); the
+        directories the shim joins (one per hierarchy)."""
+        if self._cgroups is None or not sandbox.config.cgroup_parent:
+            return []
+        record.cgroup = f"{sandbox.config.cgroup_parent}/{record.id}"
+        self._cgroups.create(record.cgroup)
+        self._cgroups.set_resources(record.cgroup, _cgroup_config(record.config.resources))
+        return [procs.parent for procs in self._cgroups.procs_files(record.cgroup)]
+
+    def _shim_args(self, record: ContainerRecord, sandbox: SandboxRecord, state_dir: Path,
+                   cgroup_dirs: list[Path]) -> list[str]:
+        """The shim's command line (no side effects)."""
         cfg = record.config
         args = ["run", "--state", str(state_dir), "--log", record.log_path,
                 "--log-max-size", str(self._log_max_size), "--log-max-files", str(self._log_max_files)]
-        if self._cgroups is not None and sandbox.config.cgroup_parent:
-            record.cgroup = f"{sandbox.config.cgroup_parent}/{record.id}"
-            self._cgroups.create(record.cgroup)
-            self._cgroups.set_resources(record.cgroup, _cgroup_config(cfg.resources))
-            for procs in self._cgroups.procs_files(record.cgroup):
-                args += ["--cgroup", str(procs.parent)]
+        for directory in cgroup_dirs:
+            args += ["--cgroup", str(directory)]
         if self._namespaces:
             args += ["--namespaces", "--hostname", sandbox.config.hostname]
             for mount in cfg.mounts:
