@@ -213,6 +213,29 @@ def test_list_containers(case: RuntimeCase) -> None:
     case.run(go())
 
 
+def test_list_filtered_by_pod_uid(case: RuntimeCase) -> None:
+    """What a sync lists after changing its pod: that pod's sandboxes and containers, by label."""
+    async def go() -> None:
+        rt = case.runtime
+        pods = {}
+        for name in ("one", "two"):
+            base = case.sandbox_config(name)
+            labels = {POD_UID: base.meta.uid}
+            cfg = SandboxConfig(meta=base.meta, hostname=base.hostname, log_directory=base.log_directory,
+                                cgroup_parent=base.cgroup_parent, labels=labels)
+            sandbox = await rt.run_pod_sandbox(cfg)
+            cid = await rt.create_container(sandbox, config(case, "c", "true", labels=labels))
+            pods[base.meta.uid] = (sandbox, cid)
+        assert {s.id for s in await rt.list_pod_sandboxes()} == {s for s, _ in pods.values()}
+        assert {c.id for c in await rt.list_containers()} == {c for _, c in pods.values()}
+        for uid, (sandbox, cid) in pods.items():
+            assert [s.id for s in await rt.list_pod_sandboxes(uid)] == [sandbox]
+            assert [c.id for c in await rt.list_containers(uid)] == [cid]
+        assert await rt.list_pod_sandboxes("no-such-pod") == []
+        assert await rt.list_containers("no-such-pod") == []
+    case.run(go())
+
+
 def test_labels_and_annotations_round_trip(case: RuntimeCase) -> None:
     """What the kubelet re-adopts pods by: the io.kubernetes.* labels it set, listed back."""
     async def go() -> None:

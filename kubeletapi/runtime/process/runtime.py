@@ -148,7 +148,7 @@ class ProcessRuntime:
                 log_directory=r.config.log_directory, cgroup_parent=r.config.cgroup_parent,
             )
             for r in list(self._sandboxes.values())
-            if pod_uid is None or r.config.meta.uid == pod_uid
+            if pod_uid is None or r.config.labels.get(POD_UID) == pod_uid
         ]
 
     # --- containers ----------------------------------------------------------------------------
