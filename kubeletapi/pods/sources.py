@@ -2,11 +2,18 @@
 
 Each source emits full snapshots (the kubelet's SET update) of what it holds: one result per
 manifest, a pod or the reason it was rejected. A bad manifest never hides the others.
+
+The rule of every source: a failed read is no news, never "nothing desired". Only what a
+source read successfully can remove a pod; when it cannot read (too many open files, an I/O
+error, a server that does not answer) it emits nothing, or keeps the last good result of what
+it could not read, and says why in one log line.
 - The directory reacts to changes at once (inotify via watchfiles) and also re-scans every
-  fileCheckFrequency as a safety net; dotfiles and sub-directories are ignored, files over
-  10 MB and unreadable files (permissions, symlink loops) are rejected with the reason.
-- The URL is polled every httpCheckFrequency; when it cannot be fetched the last good set is
-  kept and the reason logged.
+  fileCheckFrequency as a safety net; dotfiles and sub-directories are ignored. A directory
+  that does not exist holds no pods (the kubelet's rule); one that cannot be listed is no news.
+  A manifest that cannot be read keeps its last good result (or, never read, is rejected with
+  the reason); one over 1.5 MiB (the API server's object limit) is rejected.
+- The URL is polled every httpCheckFrequency; when it cannot be fetched or decoded the last
+  good set is kept and the reason logged. Decoding runs in a worker thread.
 """
 
 from __future__ import annotations
@@ -33,7 +40,10 @@ from kubeletapi.pods.static import make_static
 
 log = logging.getLogger(__name__)
 
-MAX_MANIFEST_BYTES = 10 * 1024 * 1024
+# The API server refuses objects over 1.5 MiB (etcd's request limit): a larger manifest could not
+# exist in a cluster, and decoding one would only cost the node.
+MAX_MANIFEST_BYTES = 3 * 512 * 1024
+_TOO_LARGE = "the manifest is larger than 1.5 MiB"
 
 
 @dataclass(frozen=True)
@@ -58,7 +68,8 @@ Emit = Callable[[PodUpdate], None]
 
 class PodSource(Protocol):
     async def run(self, emit: Emit) -> None:
-        """Emit snapshots until cancelled."""
+        """Emit snapshots until cancelled: only ever what was read successfully (a failed
+        read emits nothing, so the pods it defined keep running)."""
         ...
 
 
@@ -80,6 +91,7 @@ class FileSource:
         self._last_error = ""
 
     async def run(self, emit: Emit) -> None:
+        """Emit every successful scan (soon after start, on changes, every fileCheckFrequency)."""
         changed = asyncio.Event()
         watcher = asyncio.create_task(self._watch(changed), name="manifest-watch")
         # The watcher misses what happens before it is set up: re-scan soon after start (the wait
@@ -88,7 +100,9 @@ class FileSource:
         try:
             while True:
                 changed.clear()
-                emit(PodUpdate("file", tuple(await asyncio.to_thread(self.scan))))
+                results = await asyncio.to_thread(self.scan)
+                if results is not None:
+                    emit(PodUpdate("file", tuple(results)))
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(changed.wait(), wait)
                 wait = min(wait * 2, self._period)
@@ -130,34 +144,44 @@ class FileSource:
             log.debug("cannot watch %s (%s); relying on the periodic re-scan", target, exc)
         return False
 
-    def scan(self) -> list[ManifestResult]:
-        """Read every manifest now (blocking: called in a thread)."""
+    def scan(self) -> list[ManifestResult] | None:
+        """Read every manifest now (blocking: called in a thread); None when the path could not
+        be read (no news: the last snapshot stays in force)."""
         try:
             info = os.stat(self._path)
-        except OSError as exc:
-            self._report(f"cannot read the static pod path {self._path}: {exc.strerror}")
+        except FileNotFoundError:
+            self._report(f"the static pod path {self._path} does not exist: no static pods")
+            self._cache = {}
             return []
-        self._report("")
+        except OSError as exc:
+            self._report(f"cannot read the static pod path {self._path}: {exc.strerror}; keeping its pods")
+            return None
         if stat.S_ISDIR(info.st_mode):
             try:
                 names = sorted(os.listdir(self._path))
             except OSError as exc:
-                self._report(f"cannot list {self._path}: {exc.strerror}")
-                return []
+                self._report(f"cannot list {self._path}: {exc.strerror}; keeping its pods")
+                return None
             files = [self._path / n for n in names if not n.startswith(".")]
         else:
             files = [self._path]
+        self._report("")
         results = [r for r in (self._read(f) for f in files) if r is not None]
         keep = {r.origin for r in results}
         self._cache = {k: v for k, v in self._cache.items() if k in keep}
         return results
 
     def _read(self, path: Path) -> ManifestResult | None:
+        """The file's result; None when it is gone or is a directory."""
         origin = str(path)
         try:
             info = os.stat(path)
-        except OSError as exc:  # dangling link, symlink loop (ELOOP), permissions
-            return ManifestResult(origin, error=f"{origin}: {exc.strerror}")
+        except FileNotFoundError as exc:
+            if os.path.lexists(path):  # a dangling symlink: say so
+                return ManifestResult(origin, error=f"{origin}: {exc.strerror}")
+            return None  # removed since the listing: it defines nothing
+        except OSError as exc:  # a symlink loop (ELOOP), permissions, too many open files
+            return self._unreadable(origin, exc)
         if stat.S_ISDIR(info.st_mode):
             return None  # the kubelet does not recurse
         if not stat.S_ISREG(info.st_mode):  # a FIFO or device would block or never end
@@ -166,20 +190,31 @@ class FileSource:
         cached = self._cache.get(origin)
         if cached is not None and cached[0] == version:
             return cached[1]
-        result = self._decode(path, origin, info.st_size)
+        if info.st_size > MAX_MANIFEST_BYTES:
+            result = ManifestResult(origin, error=f"{origin}: {_TOO_LARGE} ({info.st_size} bytes)")
+        else:
+            try:
+                with path.open("rb") as fh:
+                    data = fh.read(MAX_MANIFEST_BYTES + 1)
+            except FileNotFoundError:
+                return None
+            except OSError as exc:
+                return self._unreadable(origin, exc)
+            result = self._decode(data, origin)
         self._cache[origin] = (version, result)
         return result
 
-    def _decode(self, path: Path, origin: str, size: int) -> ManifestResult:
-        if size > MAX_MANIFEST_BYTES:
-            return ManifestResult(origin, error=f"{origin}: the manifest is larger than 10 MB ({size} bytes)")
-        try:
-            with path.open("rb") as fh:
-                data = fh.read(MAX_MANIFEST_BYTES + 1)
-        except OSError as exc:
-            return ManifestResult(origin, error=f"{origin}: {exc.strerror}")
+    def _unreadable(self, origin: str, exc: OSError) -> ManifestResult:
+        """A manifest that cannot be read now: its last good result, else a rejection."""
+        cached = self._cache.get(origin)
+        if cached is not None and cached[1].pod is not None:
+            log.warning("cannot read %s: %s; keeping its pod", origin, exc.strerror)
+            return cached[1]
+        return ManifestResult(origin, error=f"{origin}: {exc.strerror}")
+
+    def _decode(self, data: bytes, origin: str) -> ManifestResult:
         if len(data) > MAX_MANIFEST_BYTES:
-            return ManifestResult(origin, error=f"{origin}: the manifest is larger than 10 MB")
+            return ManifestResult(origin, error=f"{origin}: {_TOO_LARGE}")
         try:
             pod = make_static(decode_pod(data, origin), self._node, "file", origin, _now(self._clock))
         except InvalidInput as exc:
@@ -232,7 +267,7 @@ class URLSource:
         if body == self._last_body:
             return None
         try:
-            pods = decode_pod_list(body, self._url)
+            pods = await asyncio.to_thread(decode_pod_list, body, self._url)
         except InvalidInput as exc:
             self._report(str(exc) + "; keeping the last good set")
             return None
@@ -255,7 +290,7 @@ class URLSource:
             async for chunk in response.aiter_bytes():
                 body += chunk
                 if len(body) > MAX_MANIFEST_BYTES:
-                    raise InvalidInput(f"{self._url}: the manifest is larger than 10 MB")
+                    raise InvalidInput(f"{self._url}: {_TOO_LARGE}")
             return bytes(body)
 
     def _report(self, error: str) -> None:

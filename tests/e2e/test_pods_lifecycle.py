@@ -224,7 +224,7 @@ def test_hostile_manifests_disturb_nothing(start_agent: Callable[..., Agent], tm
         return reasons if len(reasons) == 8 else None
 
     reasons = wait_for(all_rejected, timeout=30, what="8 rejections")
-    assert "larger than 10 MB" in reasons["huge.yaml"]
+    assert "larger than 1.5 MiB" in reasons["huge.yaml"]
     assert "unknown field" in reasons["typo.yaml"] and "comand" in reasons["typo.yaml"]
     assert "Too many levels of symbolic links" in reasons["loop.yaml"]
     assert "No such file" in reasons["dangling.yaml"]

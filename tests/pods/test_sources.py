@@ -156,8 +156,8 @@ EXACT, PREFIX = True, False  # parser messages go on (line, column...): only the
         P(_subdir, None, None, EXACT, id="subdirectory-ignored"),
         P(_link_to_dir, None, None, EXACT, id="link-to-directory-ignored"),
         P(_link_to_file, "web-node1", "", EXACT, id="link-to-file"),
-        P(_too_big, "", "{o}: the manifest is larger than 10 MB (11534336 bytes)", EXACT, id="over-10MB"),
-        P(_exactly_max, "", "{o}: invalid document: ", PREFIX, id="exactly-10MB-is-read"),
+        P(_too_big, "", "{o}: the manifest is larger than 1.5 MiB (11534336 bytes)", EXACT, id="over-the-limit"),
+        P(_exactly_max, "", "{o}: invalid document: ", PREFIX, id="exactly-the-limit-is-read"),
         P(_loop, "", "{o}: " + os.strerror(errno.ELOOP), EXACT, id="symlink-loop"),
         P(_dangling, "", "{o}: " + os.strerror(errno.ENOENT), EXACT, id="dangling-symlink"),
         P(_bad_yaml, "", "{o}: invalid document: did not find expected ',' or '}'", PREFIX, id="bad-yaml"),
@@ -297,14 +297,14 @@ def test_missing_path_warns_once(tmp_path: Path, caplog: pytest.LogCaptureFixtur
     caplog.set_level(logging.WARNING, logger=LOGGER)
     d = tmp_path / "manifests"
     src = source(d)
-    assert [src.scan() for _ in range(3)] == [[], [], []]
-    assert warnings_of(caplog, "cannot read") == [f"cannot read the static pod path {d}: No such file or directory"]
+    assert [src.scan() for _ in range(3)] == [[], [], []]  # a path that does not exist holds no pods
+    assert warnings_of(caplog, "does not exist") == [f"the static pod path {d} does not exist: no static pods"]
     d.mkdir()
     (d / "web.yaml").write_bytes(pod_yaml())
     assert summary(src.scan()) == [("web.yaml", "web-node1", "")]
     shutil.rmtree(d)
     assert src.scan() == [] and src.scan() == []
-    assert len(warnings_of(caplog, "cannot read")) == 2  # once more after it had recovered
+    assert len(warnings_of(caplog, "does not exist")) == 2  # once more after it had recovered
 
 
 # --- FileSource.scan as an unprivileged user ------------------------------------------------------
@@ -383,8 +383,8 @@ def test_unreadable_files_rejected(tmp_path: Path) -> None:
         ("secret.yaml", "", f"manifests/secret.yaml: {denied}"),  # open() refused
         ("via-private.yaml", "", f"manifests/via-private.yaml: {denied}"),  # stat() refused
     ]
-    assert unlisted == []
-    assert logged == [f"cannot list locked: {denied}"]
+    assert unlisted is None  # a directory that cannot be listed is no news, not "no pods"
+    assert logged == [f"cannot list locked: {denied}; keeping its pods"]
 
 
 # --- FileSource.run -------------------------------------------------------------------------------
@@ -505,7 +505,7 @@ def test_run_missing_path_rescanned_each_period_then_watched(
             await until_update(queue, lambda u: names(u) == ["db-node1", "web-node1"], 5)
 
     run_jumping(main)
-    assert len(warnings_of(caplog, "cannot read the static pod path")) == 1
+    assert len(warnings_of(caplog, "does not exist: no static pods")) == 1
 
 
 # Regression tests: the watcher once kept watching the old inode after its path was replaced.
@@ -692,15 +692,16 @@ def test_url_unreachable_keeps_the_last_good_set(caplog: pytest.LogCaptureFixtur
     assert len(logged) == 1 and logged[0].startswith(f"cannot fetch static pods from {url}: ")
 
 
-def test_url_body_over_10MB_rejected(served: tuple[Served, str], caplog: pytest.LogCaptureFixture) -> None:
+def test_url_body_over_the_limit_rejected(served: tuple[Served, str], caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger=LOGGER)
     state, url = served
-    huge = b"# padding\n" * (MAX_MANIFEST_BYTES // 10) + b"\n"  # valid YAML, one byte too many
+    huge = b"# padding\n" * (MAX_MANIFEST_BYTES // 10)
+    huge += b"#" * (MAX_MANIFEST_BYTES - len(huge)) + b"\n"  # valid YAML, one byte too many
     assert len(huge) == MAX_MANIFEST_BYTES + 1
     got = polls(url_source(url), [serve(state, pod_yaml()), serve(state, huge)])
     assert got[0] is not None and got[1] is None
-    assert warnings_of(caplog, "larger than 10 MB") == [
-        f"cannot fetch static pods from {url}: {url}: the manifest is larger than 10 MB; keeping the last good set"
+    assert warnings_of(caplog, "larger than 1.5 MiB") == [
+        f"cannot fetch static pods from {url}: {url}: the manifest is larger than 1.5 MiB; keeping the last good set"
     ]
 
 
@@ -747,3 +748,77 @@ def test_url_run_polls_each_period(served: tuple[Served, str], monkeypatch: pyte
                 await task
 
     asyncio.run(main())
+
+
+# --- a failed read is no news ----------------------------------------------------------------------
+
+
+def _scan_without_fds(conn: Connection, path: str) -> None:
+    """In a forked child: scan once, then with every file descriptor in use (RLIMIT_NOFILE at the
+    number already open, as an agent flooded with idle connections), then with descriptors again."""
+    import resource
+
+    try:
+        known = source(Path(path))
+        first = summary(known.scan() or [])
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 8, hard))
+        held = []
+        try:
+            with contextlib.suppress(OSError):
+                while True:
+                    held.append(os.open("/dev/null", os.O_RDONLY))
+            starved = (known.scan(), source(Path(path)).scan())
+        finally:
+            for fd in held:
+                os.close(fd)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        conn.send(("ok", (first, starved, summary(known.scan() or []))))
+    except BaseException as exc:
+        conn.send(("error", repr(exc)))
+
+
+def test_a_directory_that_cannot_be_listed_for_lack_of_descriptors_is_no_news(tmp_path: Path) -> None:
+    """The attack that removed every static pod: "Too many open files" while listing the manifest
+    directory read as an empty directory. Now the scan reports no news (None), not "no pods"."""
+    (tmp_path / "web.yaml").write_bytes(pod_yaml())
+    ctx = multiprocessing.get_context("fork")
+    receiver, sender = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_scan_without_fds, args=(sender, str(tmp_path)))
+    try:
+        with warnings.catch_warnings():  # Python >= 3.12 warns about fork() in a threaded process
+            warnings.simplefilter("ignore", DeprecationWarning)
+            child.start()
+        child.join(30)
+        assert child.exitcode == 0 and receiver.poll(1)
+        kind, payload = receiver.recv()
+    finally:
+        if child.is_alive():
+            child.kill()
+            child.join()
+        receiver.close()
+        sender.close()
+    assert kind == "ok", payload
+    first, starved, after = payload
+    assert first == after == [("web.yaml", "web-node1", "")]
+    assert starved == (None, None)  # neither the known source nor a new one claims "no pods"
+
+
+def test_a_manifest_that_cannot_be_read_keeps_its_last_good_pod(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger=LOGGER)
+    src = source(tmp_path)
+    web = tmp_path / "web.yaml"
+    web.write_bytes(pod_yaml())
+    [good] = src.scan() or []
+    assert good.pod is not None
+    web.unlink()
+    web.symlink_to(tmp_path / ".loop")  # now unreadable: a symlink loop (ELOOP)
+    (tmp_path / ".loop").symlink_to(web)
+    assert src.scan() == [good]  # the pod it defined stays
+    assert warnings_of(caplog, "keeping its pod") == [f"cannot read {web}: {os.strerror(errno.ELOOP)}; keeping its pod"]
+    fresh = source(tmp_path).scan() or []  # never read: rejected with the reason, as before
+    assert summary(fresh) == [("web.yaml", "", f"{web}: {os.strerror(errno.ELOOP)}")]
+    web.unlink()
+    assert src.scan() == []  # removed: a successful read of the directory says so
