@@ -246,9 +246,10 @@ def load_ca(certs: Path) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
 class AgentProcess:
     """`python -m kubeletapi` as a real process; killed by PID on close."""
 
-    def __init__(self, args: Sequence[str], cwd: Path | None = None) -> None:
+    def __init__(self, args: Sequence[str], cwd: Path | None = None, wrapper: Sequence[str] = ()) -> None:
+        """`wrapper`: a command that execs the agent (e.g. prlimit with its limits)."""
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kubeletapi", *args],
+            [*wrapper, sys.executable, "-m", "kubeletapi", *args],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
