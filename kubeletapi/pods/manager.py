@@ -2,9 +2,12 @@
 
 - Sources send SET snapshots; the manager reconciles: a new pod gets a worker, a pod no longer
   defined is killed, a manifest that changed is a new pod (its UID is a hash of its content).
-- Admission: a second manifest defining the same namespace/name is rejected with the first one
-  named; beyond maxPods a pod is rejected like the kubelet (phase Failed, reason OutOfpods).
-  Every rejection is kept (with its reason) for GET /manifests and counted.
+- Admission: a second manifest defining the same namespace/name, or the same UID, is rejected
+  with the first one named. Who is first survives restarts: a pod already admitted, then a pod
+  the runtime already runs (re-adopted after a restart), then the others in source and file
+  order; so a duplicate never displaces a running pod. Beyond maxPods a pod is rejected like the
+  kubelet (phase Failed, reason OutOfpods). Every rejection is kept (with its reason) for
+  GET /manifests, logged once with the rejected manifest named, and counted.
 - Housekeeping (each sync-loop iteration): PLEG relist, pod events to workers, and, once every
   source has spoken, runtime pods that no source defines are killed (orphans).
 - Probes: an admitted pod's probe workers start with its pod worker and stop when it is killed;
@@ -125,44 +128,68 @@ class PodManager:
         rejected: dict[str, Pod] = {}
         records: list[ManifestRecord] = []
         owners: dict[tuple[str, str], str] = {}
+        uids: dict[str, str] = {}  # uid -> "namespace/name (origin)" of the pod admitted with it
+        known = {(r.origin, r.reason) for r in self._manifests if r.state == "rejected"}
         for source, result in self._candidates():
             pod = result.pod
             if pod is None:
-                records.append(self._reject_record(source, result.origin, result.error))
+                records.append(self._reject_record(known, source, result.origin, result.error))
                 continue
             meta = pod.metadata
             key = (meta.namespace, meta.name)
             base = ManifestRecord(source, result.origin, "accepted", meta.namespace, meta.name, meta.uid)
             if key in owners:
                 reason = f"pod {meta.namespace}/{meta.name} is already defined by {owners[key]}"
-                records.append(self._reject_record(source, result.origin, reason, base))
+                records.append(self._reject_record(known, source, result.origin, reason, base))
+            elif meta.uid in uids:
+                reason = f"pod UID {meta.uid} is already used by pod {uids[meta.uid]}"
+                records.append(self._reject_record(known, source, result.origin, reason, base))
             elif len(admitted) >= self._max_pods:
                 message = (f"Node didn't have enough resource: pods, requested: 1, used: {len(admitted)}, "
                            f"capacity: {self._max_pods}")
                 rejected[meta.uid] = self._failed(pod, "OutOfpods", message)
-                records.append(self._reject_record(source, result.origin, f"OutOfpods: {message}", base))
+                records.append(self._reject_record(known, source, result.origin, f"OutOfpods: {message}", base))
             else:
                 owners[key] = result.origin
+                uids[meta.uid] = f"{meta.namespace}/{meta.name} ({result.origin})"
                 admitted[meta.uid] = pod
                 records.append(base)
         return admitted, rejected, records
 
     def _candidates(self) -> list[tuple[str, ManifestResult]]:
-        """Every manifest; pods already admitted first, so a newcomer never displaces them."""
+        """Every manifest: pods already admitted first, then pods the runtime runs (after a
+        restart nothing is admitted yet, but the runtime knows which pod was running), then the
+        rest by source and origin. A newcomer never displaces a pod that runs."""
         items = [(s, r) for s, update in sorted(self._snapshots.items()) for r in update.results]
 
-        def rank(item: tuple[str, ManifestResult]) -> tuple[int, str]:
+        def rank(item: tuple[str, ManifestResult]) -> tuple[int, str, str]:
             pod = item[1].pod
-            return (0 if pod is not None and pod.metadata.uid in self._desired else 1, item[1].origin)
+            return (self._standing(pod) if pod is not None else 2, item[0], item[1].origin)
 
         return sorted(items, key=rank)
 
+    def _standing(self, pod: Pod) -> int:
+        """0: this pod (its UID, namespace and name) is admitted; 1: the runtime runs it (a
+        sandbox of that UID and name); 2: a newcomer. A pod copying another's UID is a newcomer."""
+        meta = pod.metadata
+        admitted = self._desired.get(meta.uid)
+        if admitted is not None:
+            same = (admitted.metadata.namespace, admitted.metadata.name) == (meta.namespace, meta.name)
+            return 0 if same else 2
+        record = self._pleg.cache.get(meta.uid)
+        if record is not None and any((s.meta.namespace, s.meta.name) == (meta.namespace, meta.name)
+                                      for s in record.sandboxes):
+            return 1
+        return 2
+
     def _reject_record(
-        self, source: str, origin: str, reason: str, base: ManifestRecord | None = None
+        self, known: set[tuple[str, str]], source: str, origin: str, reason: str, base: ManifestRecord | None = None
     ) -> ManifestRecord:
-        known = any(r.origin == origin and r.reason == reason for r in self._manifests)
-        if not known:
-            log.warning("static pod manifest rejected: %s", reason)
+        if (origin, reason) not in known:
+            known.add((origin, reason))
+            # The line names the rejected manifest first (a source's own errors already start with it).
+            named = reason if reason.startswith(origin) else f"{origin}: {reason}"
+            log.warning("static pod manifest rejected: %s", named)
             if self._observer is not None:
                 self._observer.manifest_rejected(source)
         if base is None:

@@ -5,13 +5,15 @@ from __future__ import annotations
 import socket
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.e2e.test_pods_restart import all_running, flag, pids_with
-from tests.helpers import LOOPBACK, AgentProcess, agent_args, purge
-from tests.podtools import container, manifest, status_of, wait_for, write
+from tests.helpers import LOOPBACK, Agent, AgentProcess, agent_args, purge, tls_client_context
+from tests.podtools import container, manifest, pods, running, status_of, wait_for, write
 
 pytestmark = pytest.mark.e2e
 
@@ -60,3 +62,72 @@ def test_descriptor_exhaustion_costs_no_static_pod(tmp_path: Path) -> None:
         purge(args)
     assert "Too many open files; keeping its pods" in out, out[-3000:]
     assert "removed" not in out and "stopping container" not in out, out[-3000:]
+
+
+def manifests_of(admin_url: str, client: httpx.Client) -> dict[str, dict[str, str]]:
+    return {Path(r["origin"]).name: r for r in client.get(admin_url).json()["items"]}
+
+
+def test_a_duplicate_never_displaces_the_running_pod_across_a_restart(tmp_path: Path) -> None:
+    """b.yaml's pod runs; while the agent is down, a-dup.yaml (sorting first) defines the same
+    pod name. After the restart the running pod keeps running and the newcomer is rejected."""
+    manifests = tmp_path / "manifests"
+    args = agent_args(tmp_path, "--pod-manifest-path", str(manifests))
+    marker = f"first-{uuid.uuid4().hex}"
+    write(manifests, "b.yaml", manifest("web", container("main", ["sh", "-c", f"sleep 3600 # {marker}"])))
+    agent = AgentProcess(args)
+    try:
+        agent.wait_healthy(f"http://{LOOPBACK}:{flag(args, '--healthz-port')}/healthz")
+        before = wait_for(lambda: all_running(args, ["web"]), what="web running")["web-testnode"]
+        pids = pids_with(marker)
+        agent.kill()
+        write(manifests, "a-dup.yaml", manifest("web", container("main", ["sleep", "3601"])))
+        agent = AgentProcess(args)
+        agent.wait_healthy(f"http://{LOOPBACK}:{flag(args, '--healthz-port')}/healthz")
+        url = f"https://{LOOPBACK}:{flag(args, '--port')}/manifests"
+        certs = tmp_path / "certs"
+        tls = tls_client_context(certs / "ca.crt", (certs / "admin.crt", certs / "admin.key"))
+
+        def settled() -> dict[str, dict[str, str]] | None:
+            with httpx.Client(verify=tls, timeout=5) as client:
+                found = manifests_of(url, client)
+            return found if len(found) == 2 else None
+
+        records = wait_for(settled, what="both manifests judged")
+        time.sleep(2)  # a wrong winner would be syncing by now: the other pod killed as an orphan
+        after = wait_for(lambda: all_running(args, ["web"]), what="web running")["web-testnode"]
+        assert after["metadata"]["uid"] == before["metadata"]["uid"]
+        assert status_of(after, "main")["containerID"] == status_of(before, "main")["containerID"]
+        assert pids_with(marker) == pids
+        assert records["b.yaml"]["state"] == "accepted"
+        assert records["a-dup.yaml"]["state"] == "rejected"
+        assert records["a-dup.yaml"]["reason"] == (
+            f"pod default/web-testnode is already defined by {manifests / 'b.yaml'}")
+    finally:
+        _, out = agent.stop()
+        purge(args)
+    rejected = f"static pod manifest rejected: {manifests / 'a-dup.yaml'}: pod default/web-testnode is already"
+    assert rejected in out, out[-3000:]  # the line names the rejected file first
+
+
+def test_a_manifest_copying_a_pods_uid_is_rejected(start_agent: Callable[..., Agent], tmp_path: Path) -> None:
+    agent = start_agent(manifests=True)
+    manifests = tmp_path / "manifests"
+    uid = uuid.uuid4().hex
+    victim = manifest("victim", container("main", ["sleep", "300"])).replace(
+        "metadata:\n  name: victim\n", f"metadata:\n  name: victim\n  uid: {uid}\n")
+    write(manifests, "victim.yaml", victim)
+    first = wait_for(lambda: running(agent, "victim"), what="victim running")
+    assert first["metadata"]["uid"] == uid
+    write(manifests, "impostor.yaml", victim.replace("name: victim\n", "name: impostor\n", 1))
+    with agent.admin() as client:
+        records = wait_for(lambda: (r := manifests_of(agent.url(path="/manifests"), client)) and len(r) == 2 and r,
+                           what="the impostor judged")
+    assert records["impostor.yaml"]["state"] == "rejected"
+    assert records["impostor.yaml"]["reason"] == (
+        f"pod UID {uid} is already used by pod default/victim-testnode ({manifests / 'victim.yaml'})")
+    time.sleep(1)
+    names = {name for name, pod in pods(agent).items()}
+    assert names == {"victim-testnode"}
+    now = running(agent, "victim")
+    assert now is not None and status_of(now, "main")["containerID"] == status_of(first, "main")["containerID"]

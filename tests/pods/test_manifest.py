@@ -591,6 +591,42 @@ def test_error_message_lists_every_problem_after_the_source() -> None:
     )
 
 
+def containers(n: int, prefix: str = "c") -> list[dict[str, Any]]:
+    return [{"name": f"{prefix}{i}", "image": "busybox:1.36", "command": ["true"]} for i in range(n)]
+
+
+@pytest.mark.parametrize(
+    ("apps", "inits", "expected"),
+    [
+        P(256, 0, [], id="at-the-limit"),
+        P(200, 56, [], id="init-and-app-at-the-limit"),
+        P(257, 0, ["spec.containers: Too many: 257: must have at most 256 items "
+                   "(init, app and ephemeral containers together)"], id="one-over"),
+        P(10_000, 5, ["spec.containers: Too many: 10005: must have at most 256 items "
+                      "(init, app and ephemeral containers together)"], id="ten-thousand"),
+    ],
+)
+def test_containers_per_pod_limit(apps: int, inits: int, expected: list[str]) -> None:
+    doc = pod_with(("spec.containers", containers(apps)), ("spec.initContainers", containers(inits, "i")))
+    if expected:
+        assert problems_of(doc) == expected
+    else:
+        assert len(decode_pod(encode(doc), SRC).spec.containers) == apps
+
+
+def test_echoed_values_and_problem_lists_are_bounded() -> None:
+    passwd = b"root:x:0:0:root:/root:/bin/bash\n" * 200  # e.g. a manifest symlinked to /etc/passwd
+    with pytest.raises(ManifestError) as err:
+        decode_pod(passwd, SRC)
+    text = str(err.value)
+    assert len(text) < 512 and "more characters" in text and text.startswith(f"{SRC}: invalid pod: ")
+    many = pod_with(("spec.containers", [{"name": f"Bad{i}", "image": "x", "command": ["true"]} for i in range(40)]))
+    with pytest.raises(ManifestError) as err:
+        decode_pod(encode(many), SRC)
+    assert len(err.value.problems) == 40  # every problem is kept...
+    assert str(err.value).endswith("; and 20 more problems")  # ...the message lists twenty
+
+
 # --- kind, apiVersion and decoding errors -------------------------------------------------------------
 
 

@@ -2,6 +2,10 @@
 
 `go_value` prints a bad value the way apimachinery's field.Error does, and `FieldErrors` builds the
 `<path>: <type>[: <value>][: <detail>]` strings, so every module reports problems in one format.
+
+Messages are bounded: a manifest is anything a file holds (a symlink to /etc/passwd, megabytes of
+one value), and what it holds is echoed into the log and /manifests only as an excerpt: a value
+is cut after VALUE_EXCERPT characters, a message lists at most MAX_PROBLEMS problems.
 """
 
 from __future__ import annotations
@@ -12,6 +16,9 @@ from typing import Any
 from kubeletapi.api.quantity import Quantity
 from kubeletapi.errors import InvalidInput
 
+VALUE_EXCERPT = 256  # a name at its 253-character limit, quoted, still prints whole
+MAX_PROBLEMS = 20
+
 
 class ManifestError(InvalidInput):
     """A manifest that cannot become a Pod. `problems` lists each one in field-path style."""
@@ -19,7 +26,17 @@ class ManifestError(InvalidInput):
     def __init__(self, source: str, problems: list[str], what: str = "invalid pod") -> None:
         self.source = source
         self.problems = problems
-        super().__init__(f"{source}: {what}: " + "; ".join(problems))
+        shown = "; ".join(problems[:MAX_PROBLEMS])
+        if len(problems) > MAX_PROBLEMS:
+            shown += f"; and {len(problems) - MAX_PROBLEMS} more problems"
+        super().__init__(f"{source}: {what}: {shown}")
+
+
+def excerpt(text: str) -> str:
+    """`text`, cut after VALUE_EXCERPT characters (saying how much was left out)."""
+    if len(text) <= VALUE_EXCERPT:
+        return text
+    return f"{text[:VALUE_EXCERPT]}... ({len(text) - VALUE_EXCERPT} more characters)"
 
 
 def go_value(value: Any) -> str:
@@ -29,8 +46,8 @@ def go_value(value: Any) -> str:
     if isinstance(value, (int, float)):
         return str(value)
     if isinstance(value, Quantity):
-        return json.dumps(value.wire())
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return excerpt(json.dumps(value.wire()))
+    return excerpt(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
 class FieldErrors(list[str]):

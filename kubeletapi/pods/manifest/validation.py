@@ -2,7 +2,10 @@
 
 This module owns the pod-level checks (metadata, spec scalars, volumes) and the order in which
 ValidatePod reports problems; containers, environment and resources have their own modules.
-Deliberate differences: terminationGracePeriodSeconds must be >= 0.
+Deliberate differences: terminationGracePeriodSeconds must be >= 0; a pod has at most
+MAX_CONTAINERS containers (init, app and ephemeral together: the API server sets no number, but
+every container costs the node a process, a cgroup and a log; a pod beyond it is refused before
+its containers are validated one by one).
 """
 
 from __future__ import annotations
@@ -18,12 +21,19 @@ from kubeletapi.pods.manifest.validation_containers import (
 )
 from kubeletapi.pods.manifest.validation_resources import validate_quantity
 
+MAX_CONTAINERS = 256
+
 
 def validate_pod(pod: Pod) -> list[str]:
     """The problems ValidatePod reports for a defaulted pod, in its order (map keys in file order)."""
     errs = FieldErrors()
     _validate_meta(pod.metadata, errs)
     spec = pod.spec
+    count = len(spec.containers) + len(spec.init_containers) + len(spec.ephemeral_containers)
+    if count > MAX_CONTAINERS:
+        errs.append(f"spec.containers: Too many: {count}: must have at most {MAX_CONTAINERS} items "
+                    "(init, app and ephemeral containers together)")
+        return list(errs)
     volumes = _validate_volumes(spec.volumes, errs)
     validate_containers(spec, volumes, errs)
     validate_init_containers(spec, volumes, errs)
