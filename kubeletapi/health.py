@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -37,16 +37,25 @@ class PingCheck:
 
 
 class SyncLoopCheck:
-    """Fails when the sync loop has not started an iteration for max(2 x syncFrequency, 5 min)."""
+    """Fails when the sync loop has not started an iteration for max(2 x syncFrequency, 5 min),
+    as the kubelet's; and, kubeletapi's additions, while any of `conditions` gives a reason: the
+    pod sources have not all been read yet (so /healthz is not ok before /pods is populated),
+    the event loop is or was just blocked (loopwatch.LoopWatch.check)."""
 
     name = "syncloop"
 
-    def __init__(self, clock: Clock, sync_frequency_s: float, last_entry: Callable[[], float]) -> None:
+    def __init__(self, clock: Clock, sync_frequency_s: float, last_entry: Callable[[], float],
+                 conditions: Sequence[Callable[[], str | None]] = ()) -> None:
         self._clock = clock
         self._threshold = max(2 * sync_frequency_s, 300.0)
         self._last_entry = last_entry
+        self._conditions = conditions
 
     def check(self) -> str | None:
+        for condition in self._conditions:
+            reason = condition()
+            if reason is not None:
+                return reason
         entry = self._last_entry()
         if entry == 0:
             return None  # the loop has not started yet

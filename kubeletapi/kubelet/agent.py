@@ -28,6 +28,7 @@ from kubeletapi.kubelet import streams
 from kubeletapi.kubelet.pods import PodWiring
 from kubeletapi.kubelet.security import SecurityWiring, tls_files
 from kubeletapi.kubelet.stats import StatsProvider
+from kubeletapi.loopwatch import LoopWatch
 from kubeletapi.metrics.kubelet import KubeletMetrics
 from kubeletapi.metrics.pods import LogUsageCollector, PodMetrics
 from kubeletapi.metrics.probes import ProbeMetrics
@@ -66,12 +67,16 @@ class Kubelet:
         self._serving_not_after: float | None = None
         # Real time on purpose: the flush thread waits in real time, whatever clock runs the loops.
         self._log_monitor = LogFlushMonitor(RealClock())
+        self._registries: dict[str, CollectorRegistry] = {"metrics": new_registry(), "probes": new_registry()}
+        self._metrics = KubeletMetrics(self._registries["metrics"], self._node_name, self._serving_ttl)
+        # Real time too: the loop's lag is real, whatever clock the loops run on.
+        self._loop_watch = LoopWatch(RealClock(), self._metrics.loop_lag.observe)
         self._checks: list[HealthCheck] = [
             PingCheck(),
             self._log_monitor,
-            SyncLoopCheck(self.clock, cfg.sync_frequency.seconds, lambda: self._sync_entry),
+            SyncLoopCheck(self.clock, cfg.sync_frequency.seconds, lambda: self._sync_entry,
+                          [self._sources_not_ready, self._loop_watch.check]),
         ]
-        self._registries: dict[str, CollectorRegistry] = {"metrics": new_registry(), "probes": new_registry()}
         self.stats: StatsProvider | None = None
 
     # --- Host ---------------------------------------------------------------------------------
@@ -128,6 +133,9 @@ class Kubelet:
     def streaming_idle_timeout(self) -> float:
         return self.cfg.streaming_connection_idle_timeout.seconds
 
+    def _sources_not_ready(self) -> str | None:
+        return "the agent is starting" if self.pods is None else self.pods.manager.sources_not_ready()
+
     def _pods(self) -> PodWiring:
         assert self.pods is not None, "the agent is not started"
         return self.pods
@@ -160,6 +168,7 @@ class Kubelet:
         self.add_sync_handler(self.pods.manager.housekeeping)
         self._log_monitor.start()
         self._tasks.append(asyncio.create_task(self._sync_loop(), name="sync-loop"))
+        self._tasks.append(asyncio.create_task(self._loop_watch.run(), name="loop-watch"))
         log.info("kubeletapi started on node %s", self.node_name)
 
     async def stop(self) -> None:
@@ -182,7 +191,7 @@ class Kubelet:
         cfg = self.cfg
         tls = tls_files(cfg, self.opts, self.node_name, self.node_ips, self.server_url(), self.clock)
         self.pki = tls.pki
-        metrics = KubeletMetrics(self._registries["metrics"], self.node_name, self._serving_ttl)
+        metrics = self._metrics
         self._serving_not_after = _not_after(tls.cert)
         specs = []
         if cfg.enable_server:

@@ -35,6 +35,12 @@ HTTP_DURATION = MetricSpec(
 HTTP_INFLIGHT = MetricSpec(
     "kubelet_http_inflight_requests", "Number of the inflight http requests", "gauge", HTTP_LABELS
 )
+LOOP_LAG = MetricSpec(
+    "kubeletapi_event_loop_lag_seconds",
+    "How much later than scheduled the agent's event loop ran a 50 ms heartbeat: time the loop was "
+    "held by other work.",
+    "histogram", buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
 SERVER_CERT_TTL = MetricSpec(
     "kubelet_certificate_manager_server_ttl_seconds",
     "Gauge of the shortest TTL (time-to-live) of the Kubelet's serving certificate. The value is in "
@@ -60,3 +66,4 @@ class KubeletMetrics:
         self.http_requests = counter(HTTP_REQUESTS, registry)
         self.http_duration = histogram(HTTP_DURATION, registry)
         self.http_inflight = gauge(HTTP_INFLIGHT, registry)
+        self.loop_lag = histogram(LOOP_LAG, registry)

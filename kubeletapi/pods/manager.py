@@ -230,6 +230,13 @@ class PodManager:
         if pod is not None:  # defined again meanwhile
             self._run(uid, pod)
 
+    def sources_not_ready(self) -> str | None:
+        """None once every source has delivered a snapshot (the kubelet's SourcesReady), else
+        which have not: until then /pods may lack pods that are defined."""
+        if not self._pending_sources:
+            return None
+        return f"pod sources not read yet: {', '.join(sorted(self._pending_sources))}"
+
     def poke(self, uid: str) -> None:
         """Sync an admitted pod now (a probe result changed)."""
         if uid in self._desired and uid not in self._killing:

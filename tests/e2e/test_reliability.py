@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 import time
 import uuid
@@ -131,3 +132,44 @@ def test_a_manifest_copying_a_pods_uid_is_rejected(start_agent: Callable[..., Ag
     assert names == {"victim-testnode"}
     now = running(agent, "victim")
     assert now is not None and status_of(now, "main")["containerID"] == status_of(first, "main")["containerID"]
+
+
+def test_a_blocked_event_loop_shows_in_syncloop_metrics_and_log(
+    start_agent: Callable[..., Agent], caplog: pytest.LogCaptureFixture
+) -> None:
+    agent = start_agent()
+    with httpx.Client(timeout=10) as client:
+        assert client.get(agent.url("read-only", "/healthz/syncloop")).status_code == 200
+
+        async def block_the_loop() -> None:
+            time.sleep(2.5)  # a step that holds the whole agent
+
+        caplog.set_level(logging.WARNING, logger="kubeletapi.loopwatch")
+        agent.run(block_the_loop())
+        failing = client.get(agent.url("read-only", "/healthz/syncloop"))
+        verbose = client.get(agent.url("read-only", "/healthz?verbose"))
+        metrics = client.get(agent.url("read-only", "/metrics")).text
+    assert failing.status_code == 500
+    assert verbose.status_code == 500 and "[-]syncloop failed: reason withheld" in verbose.text
+    count = next(line for line in metrics.splitlines() if line.startswith("kubeletapi_event_loop_lag_seconds_count"))
+    assert float(count.split()[-1]) > 0
+    within_a_second = next(line for line in metrics.splitlines()
+                           if line.startswith('kubeletapi_event_loop_lag_seconds_bucket{le="1.0"}'))
+    assert float(within_a_second.split()[-1]) < float(count.split()[-1])  # one heartbeat waited over 1 s
+    blocked = [r.getMessage() for r in caplog.records if "the event loop has been blocked" in r.getMessage()]
+    assert blocked and "block_the_loop" in blocked[0]
+
+
+def test_healthz_waits_for_the_pod_sources(start_agent: Callable[..., Agent], tmp_path: Path) -> None:
+    """Until the manifest path has been read once, /pods may miss pods: /healthz says so."""
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")  # the manifest path below it cannot be read (ENOTDIR): no news
+    agent = start_agent("--pod-manifest-path", str(blocker / "manifests"), "--file-check-frequency", "1s")
+    with httpx.Client(timeout=10) as client:
+        assert client.get(agent.url("read-only", "/healthz/syncloop")).status_code == 500
+        assert client.get(agent.url("read-only", "/healthz/ping")).status_code == 200
+        blocker.unlink()
+        write(blocker / "manifests", "p.yaml", manifest("p", container("c", ["sleep", "300"])))
+        wait_for(lambda: client.get(agent.url("read-only", "/healthz")).status_code == 200, timeout=15,
+                 what="healthz once the sources are read")
+        assert "p-testnode" in pods(agent)

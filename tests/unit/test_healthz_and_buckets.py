@@ -83,3 +83,14 @@ BUCKETS = frozenset(AUTH_NOT_REQUIRED_BUCKETS + DEBUGGING_BUCKETS)
 )
 def test_path_bucket(path: str, bucket: str) -> None:
     assert path_bucket(path, BUCKETS) == bucket
+
+
+def test_syncloop_conditions_come_first() -> None:
+    clock = FakeClock()
+    reasons: list[str | None] = ["pod sources not read yet: file", None]
+    check = SyncLoopCheck(clock, 60, lambda: 0.0, [lambda: reasons[0], lambda: reasons[1]])
+    assert check.check() == "pod sources not read yet: file"
+    reasons[0] = None
+    assert check.check() is None
+    reasons[1] = "the event loop has been blocked for 3.0s"
+    assert check.check() == "the event loop has been blocked for 3.0s"
