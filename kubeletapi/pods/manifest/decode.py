@@ -19,7 +19,7 @@ from kubeletapi.api.gowire import unwrap
 from kubeletapi.pods.manifest.defaults import apply_defaults
 from kubeletapi.pods.manifest.errors import ManifestError, go_value
 from kubeletapi.pods.manifest.load import load_document
-from kubeletapi.pods.manifest.validation import validate_pod
+from kubeletapi.pods.manifest.validation import too_many_containers, validate_pod
 
 
 def decode_pod(data: bytes, source: str) -> Pod:
@@ -78,6 +78,8 @@ def _pod_from_document(doc: Any, prefix: str) -> tuple[Pod | None, list[str]]:
     if not isinstance(doc, dict):
         return None, [f"{prefix or '<document>'}: Invalid value: {go_value(doc)}: must be a Pod object"]
     problems = _type_meta(doc, "Pod", prefix, optional=bool(prefix))
+    if (too_many := too_many_containers(doc)) is not None:
+        return None, [*problems, prefix + too_many]
     try:
         pod = _validate(doc)
     except ValidationError as err:

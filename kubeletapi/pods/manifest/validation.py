@@ -4,11 +4,13 @@ This module owns the pod-level checks (metadata, spec scalars, volumes) and the 
 ValidatePod reports problems; containers, environment and resources have their own modules.
 Deliberate differences: terminationGracePeriodSeconds must be >= 0; a pod has at most
 MAX_CONTAINERS containers (init, app and ephemeral together: the API server sets no number, but
-every container costs the node a process, a cgroup and a log; a pod beyond it is refused before
-its containers are validated one by one).
+every container costs the node a process, a cgroup and a log; a document beyond it is refused
+before it is decoded: too_many_containers).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from kubeletapi.api.core_v1 import HostPathVolumeSource, ObjectMeta, Pod, PodSpec, Volume
 from kubeletapi.pods.manifest.errors import FieldErrors, check_enum
@@ -22,6 +24,20 @@ from kubeletapi.pods.manifest.validation_containers import (
 from kubeletapi.pods.manifest.validation_resources import validate_quantity
 
 MAX_CONTAINERS = 256
+_CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+
+
+def too_many_containers(doc: dict[str, Any]) -> str | None:
+    """The refusal of a pod document with more than MAX_CONTAINERS containers, checked on the raw
+    document so that such a pod costs no per-container decoding."""
+    spec = doc.get("spec")
+    if not isinstance(spec, dict):
+        return None
+    count = sum(len(v) for k in _CONTAINER_LISTS if isinstance(v := spec.get(k), list))
+    if count <= MAX_CONTAINERS:
+        return None
+    return (f"spec.containers: Too many: {count}: must have at most {MAX_CONTAINERS} items "
+            "(init, app and ephemeral containers together)")
 
 
 def validate_pod(pod: Pod) -> list[str]:
@@ -29,11 +45,6 @@ def validate_pod(pod: Pod) -> list[str]:
     errs = FieldErrors()
     _validate_meta(pod.metadata, errs)
     spec = pod.spec
-    count = len(spec.containers) + len(spec.init_containers) + len(spec.ephemeral_containers)
-    if count > MAX_CONTAINERS:
-        errs.append(f"spec.containers: Too many: {count}: must have at most {MAX_CONTAINERS} items "
-                    "(init, app and ephemeral containers together)")
-        return list(errs)
     volumes = _validate_volumes(spec.volumes, errs)
     validate_containers(spec, volumes, errs)
     validate_init_containers(spec, volumes, errs)
