@@ -33,7 +33,7 @@ from kubeletapi.config import (
     read_config_file,
     validate,
 )
-from kubeletapi.errors import ConfigError, KubeletError, Unavailable
+from kubeletapi.errors import ConfigError, KubeletError, NotSupported, Unavailable
 from kubeletapi.kubelet import Kubelet
 
 log = logging.getLogger("kubeletapi")
@@ -262,10 +262,11 @@ FLAG_NAMES["staticPodURLHeader"] = "--manifest-url-header"
 
 
 def host_facts() -> HostFacts:
-    """What validation needs to know about this machine (nothing, when its cgroups cannot be read)."""
+    """What validation needs to know about this machine (nothing, when its cgroups cannot be read:
+    the agent then runs without isolation, and the cgroup v1 checks are skipped)."""
     try:
         return HostFacts(cgroup_v1=detect().version == 1)
-    except Unavailable:
+    except (Unavailable, NotSupported):
         return HostFacts()
 
 
