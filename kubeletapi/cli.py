@@ -20,17 +20,20 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from kubeletapi import __version__
+from kubeletapi.cgroups import detect
 from kubeletapi.config import (
     Duration,
     FlagValue,
+    HostFacts,
     InfluxDBOptions,
     KubeletConfiguration,
     NodeOptions,
+    Origin,
     build_config,
     read_config_file,
     validate,
 )
-from kubeletapi.errors import ConfigError, KubeletError
+from kubeletapi.errors import ConfigError, KubeletError, NotSupported, Unavailable
 from kubeletapi.kubelet import Kubelet
 
 log = logging.getLogger("kubeletapi")
@@ -253,7 +256,21 @@ def _loop_factory() -> Any:
         return None
 
 
-def configuration(argv: Sequence[str]) -> tuple[KubeletConfiguration, NodeOptions]:
+# Config path -> the flag that sets it, for the messages that name a field.
+FLAG_NAMES = {".".join(path): flag for flag, path, _, _ in CONFIG_FLAGS}
+FLAG_NAMES["staticPodURLHeader"] = "--manifest-url-header"
+
+
+def host_facts() -> HostFacts:
+    """What validation needs to know about this machine (nothing, when its cgroups cannot be read:
+    the agent then runs without isolation, and the cgroup v1 checks are skipped)."""
+    try:
+        return HostFacts(cgroup_v1=detect().version == 1)
+    except (Unavailable, NotSupported):
+        return HostFacts()
+
+
+def configuration(argv: Sequence[str], host: HostFacts | None = None) -> tuple[KubeletConfiguration, NodeOptions]:
     """Flags, then the --config file under them, defaulted and validated (ConfigError if not)."""
     opts, flags = parse(argv)
     file_data = read_config_file(opts.config_file) if opts.config_file else None
@@ -262,7 +279,8 @@ def configuration(argv: Sequence[str]) -> tuple[KubeletConfiguration, NodeOption
         has_kubeconfig=opts.kubeconfig is not None,
         has_rbac_file=opts.authorization_rbac_file is not None,
     )
-    validate(cfg, opts)
+    origin = Origin.of(str(opts.config_file), file_data, {".".join(f.path): f.flag for f in flags}, FLAG_NAMES)
+    validate(cfg, opts, origin, host_facts() if host is None else host)
     return cfg, opts
 
 

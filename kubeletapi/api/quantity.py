@@ -116,8 +116,9 @@ def _interpret(suffix: str) -> tuple[int, int, str]:
     raise QuantityError(ERR_SUFFIX)
 
 
-def _cached_string(text: str, scan: _Scan, exponent: int, fmt: str) -> str | None:
-    """The input string when apimachinery's int64 fast path would keep it for re-encoding."""
+def _int64_amount(scan: _Scan, exponent: int, fmt: str) -> tuple[int, int] | None:
+    """(value, scale) of the int64Amount apimachinery's fast path builds, or None when it falls back
+    to inf.Dec (too many digits, a binary fraction, finer than a nano, outside int64)."""
     mantissa, scale = 1, exponent
     if fmt == BINARY_SI:
         if scan.denom:
@@ -129,12 +130,21 @@ def _cached_string(text: str, scan: _Scan, exponent: int, fmt: str) -> str | Non
     scale -= len(scan.denom)
     if precision < 0 or scale < -9:
         return None
-    shifted = scan.num + scan.denom
-    if not _INT64_MIN <= int(shifted) * mantissa <= _INT64_MAX:
+    value = int(scan.num + scan.denom) * mantissa
+    if not _INT64_MIN <= value <= _INT64_MAX:
         return None
+    return (value if scan.positive else -value), scale
+
+
+def _cached_string(text: str, scan: _Scan, exponent: int, fmt: str) -> str | None:
+    """The input string when apimachinery's int64 fast path would keep it for re-encoding."""
+    fast = _int64_amount(scan, exponent, fmt)
+    if fast is None:
+        return None
+    shifted = scan.num + scan.denom
     if fmt == BINARY_SI:
         return text if int(shifted) & 0x07 else None
-    if scale % 3 == 0 and not shifted.endswith("000") and shifted[0] != "0":
+    if fast[1] % 3 == 0 and not shifted.endswith("000") and shifted[0] != "0":
         return text
     return None
 
@@ -199,6 +209,21 @@ class Quantity(GoValue):
     def milli_value(self) -> int:
         """Go's MilliValue(): the value in thousandths, rounded away from zero."""
         return self.scaled_value(-3)
+
+    def as_int64(self) -> int | None:
+        """Go's AsInt64: the value when apimachinery holds it as an int64 with no fraction left
+        ("10Mi", "1.5M", "2e3"), else None ("1.5", "100m", "0.5Ki", beyond int64)."""
+        if not self.original:
+            return int(self.amount) if self.amount == int(self.amount) else None
+        if self.original == "0":
+            return 0
+        scan = _scan(self.original)
+        _, exponent, fmt = _interpret(scan.suffix)
+        fast = _int64_amount(scan, exponent, fmt)
+        if fast is None or fast[1] < 0:
+            return None
+        value = fast[0] * 10 ** fast[1]
+        return value if _INT64_MIN <= value <= _INT64_MAX else None
 
     def is_zero(self) -> bool:
         return self.amount == 0

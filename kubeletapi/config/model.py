@@ -18,6 +18,7 @@ from pydantic import ConfigDict, Field, PlainSerializer, PlainValidator, model_v
 
 from kubeletapi.api.gowire import GoStruct, Tag
 from kubeletapi.config.durations import Duration, coerce
+from kubeletapi.config.featuregates import default_enabled
 
 API_VERSION = "kubelet.config.k8s.io/v1beta1"
 KIND = "KubeletConfiguration"
@@ -117,7 +118,8 @@ class MemorySwap(WireModel):
 
 class CrashLoopBackOff(WireModel):
     _pointers = frozenset({"maxContainerRestartPeriod"})
-    max_container_restart_period: GoDuration = json_field("maxContainerRestartPeriod", go_duration("5m"))
+    # Defaulted to 5m only while KubeletCrashLoopBackOffMax is on (KubeletConfiguration._gated_defaults).
+    max_container_restart_period: GoDuration | None = json_field("maxContainerRestartPeriod")
 
 
 class ShutdownGracePeriodByPodPriority(WireModel):
@@ -226,9 +228,10 @@ class KubeletConfiguration(WireModel):
     authorization: Authorization = json_field("authorization", default_factory=Authorization)
     registry_pull_qps: Int32 = json_field("registryPullQPS", 5)
     registry_burst: Int32 = json_field("registryBurst", 10)
+    # Defaulted only while KubeletEnsureSecretPulledImages is on (_gated_defaults).
     image_pull_credentials_verification_policy: str = json_field(
         "imagePullCredentialsVerificationPolicy",
-        "NeverVerifyPreloadedImages",
+        "",
         pattern=r"^(|NeverVerify|NeverVerifyPreloadedImages|NeverVerifyAllowlistedImages|AlwaysVerify)$",
     )
     preloaded_images_verification_allowlist: list[str] = json_field(
@@ -358,4 +361,23 @@ class KubeletConfiguration(WireModel):
             data["podPidsLimit"] = -1
         if data.get("evictionHard") is None:
             data["evictionHard"] = dict(LINUX_EVICTION_HARD)
+        _gated_defaults(data)
         return data
+
+
+CRASH_LOOP_MAX_DEFAULT = "5m0s"
+PULL_POLICY_DEFAULT = "NeverVerifyPreloadedImages"
+
+
+def _gated_defaults(data: dict[str, Any]) -> None:
+    """Defaults the kubelet applies only while their feature gate is on (v1beta1 defaults.go)."""
+    gates = data.get("featureGates")
+    if default_enabled("KubeletCrashLoopBackOffMax", gates):
+        backoff = data.get("crashLoopBackOff")
+        if backoff is None:
+            data["crashLoopBackOff"] = {"maxContainerRestartPeriod": CRASH_LOOP_MAX_DEFAULT}
+        elif isinstance(backoff, dict) and backoff.get("maxContainerRestartPeriod") is None:
+            data["crashLoopBackOff"] = {**backoff, "maxContainerRestartPeriod": CRASH_LOOP_MAX_DEFAULT}
+    policy = data.get("imagePullCredentialsVerificationPolicy")
+    if default_enabled("KubeletEnsureSecretPulledImages", gates) and policy in (None, ""):
+        data["imagePullCredentialsVerificationPolicy"] = PULL_POLICY_DEFAULT

@@ -40,6 +40,76 @@ def test_malformed_config_file_exits_1_naming_the_field(tmp_path: Path, body: st
     assert not (tmp_path / "certs").exists()  # nothing was started or written
 
 
+KUBELETAPI = str(Path(sys.executable).with_name("kubeletapi"))  # the installed command
+POD = """apiVersion: v1
+kind: Pod
+metadata: {name: idle, namespace: default}
+spec:
+  containers: [{name: c, image: busybox, command: [sleep, "3600"]}]
+"""
+
+
+def refused_before_starting(tmp_path: Path, body: str, *flags: str) -> str:
+    """Run the real command with `body` as its --config file and a pod to run, the secure port held
+    by this test: the agent must exit 1 on the configuration alone, having bound, written and started
+    nothing (an agent that got as far as its listeners would fail on the held port instead)."""
+    config = tmp_path / "kubelet.yaml"
+    config.write_text(HEADER + body)
+    (tmp_path / "manifests").mkdir()
+    (tmp_path / "manifests" / "idle.yaml").write_text(POD)
+    args = agent_args(tmp_path, "--config", str(config), "--pod-manifest-path", str(tmp_path / "manifests"), *flags)
+    port = int(args[args.index("--port") + 1])
+    with socket.socket() as held:
+        held.bind((LOOPBACK, port))
+        held.listen()
+        result = subprocess.run([KUBELETAPI, *args], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1, result.stderr
+    assert "secure server" not in result.stderr and "address already in use" not in result.stderr
+    for started in ("certs", "root", "logs"):  # PKI, runtime state (containers), pod logs
+        assert not (tmp_path / started).exists(), started
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith("E") and f"invalid configuration in kubelet config file {config} (" in lines[0]
+    assert all(line.startswith("  ") for line in lines[1:]), result.stderr  # no other log line: nothing ran
+    return result.stderr
+
+
+@pytest.mark.parametrize(
+    ("body", "line"),
+    [
+        pytest.param("containerLogMaxSize: abc\n", "  containerLogMaxSize: failed to initialize container log manager: "
+                     'failed to parse container log max size "abc": quantities must match', id="log-size-unparsable"),
+        pytest.param("containerLogMaxSize: '0'\n", '  containerLogMaxSize: containerLogMaxSize "0" must be greater '
+                     "than 0", id="log-size-zero"),
+        pytest.param("containerLogMaxSize: -10Mi\n", '  containerLogMaxSize: containerLogMaxSize "-10Mi" must be '
+                     "greater than 0", id="log-size-negative"),
+        pytest.param("containerLogMaxFiles: 1\n", "  containerLogMaxFiles: invalid configuration: "
+                     "containerLogMaxFiles must be greater than 1", id="log-files-one"),
+        pytest.param("syncFrequency: -10s\n", "  syncFrequency (--sync-frequency): invalid sync frequency "
+                     "-10000000000", id="sync-frequency-negative"),
+        pytest.param("evictionHard: {memory.available: 100 megs}\n", "  evictionHard: memory.available: quantities "
+                     "must match", id="eviction-quantity"),
+        pytest.param("evictionHard: {nodefs.available: ten%}\n", '  evictionHard: nodefs.available: '
+                     'strconv.ParseFloat: parsing "ten": invalid syntax', id="eviction-percentage"),
+        pytest.param("evictionHard: {disk.free: 1Gi}\n", "  evictionHard: unsupported eviction signal disk.free",
+                     id="eviction-signal"),
+    ],
+)
+def test_config_the_kubelet_refuses_exits_1_before_starting(tmp_path: Path, body: str, line: str) -> None:
+    stderr = refused_before_starting(tmp_path, body)
+    assert any(got.startswith(line) for got in stderr.splitlines()), stderr
+
+
+def test_every_problem_is_reported_at_once_with_its_flag(tmp_path: Path) -> None:
+    stderr = refused_before_starting(tmp_path, "containerLogMaxFiles: 1\nsyncFrequency: -10s\n", "--max-pods", "-5")
+    assert "(3 errors):" in stderr.splitlines()[0]
+    assert stderr.splitlines()[1:] == [
+        "  maxPods (--max-pods, given on the command line): invalid configuration: maxPods (--max-pods) -5 must not "
+        "be a negative number",
+        "  containerLogMaxFiles: invalid configuration: containerLogMaxFiles must be greater than 1",
+        "  syncFrequency (--sync-frequency): invalid sync frequency -10000000000",
+    ]
+
+
 def test_bad_flag_exits_1(tmp_path: Path) -> None:
     result = run_cli("--port", "many", *agent_args(tmp_path)[2:])
     assert result.returncode == 1

@@ -235,3 +235,18 @@ def test_pydantic_type_rejects(raw: object) -> None:
 )
 def test_go_float_text(value: float, text: str) -> None:
     assert go_float_text(value) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        P("0", 0, id="zero"), P("10Mi", 10 * 2**20, id="binary"), P("1.5M", 1_500_000, id="decimal-fraction"),
+        P("2e3", 2000, id="exponent"), P("1k", 1000, id="kilo"), P("+3", 3, id="plus"), P("-5", -5, id="negative"),
+        P("1.5", None, id="fraction-left"), P("10.0", None, id="zero-fraction-left"), P("100m", None, id="milli"),
+        P("0.5Ki", None, id="binary-fraction"), P("1Ei", None, id="binary-beyond-fast-path"),
+        P("9223372036854775807", None, id="too-many-digits"), P("1e30", None, id="beyond-int64"),
+    ],
+)
+def test_as_int64_is_gos(text: str, value: int | None) -> None:
+    """Go's AsInt64: only what apimachinery holds as an int64 with no fraction (containerLogMaxSize)."""
+    assert Quantity.parse(text).as_int64() == value

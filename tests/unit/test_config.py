@@ -215,3 +215,18 @@ def test_configz_redacts_header_values(tmp_path: Path) -> None:
     wire = redacted(cfg)
     assert wire["staticPodURLHeader"] == {"Authorization": ["<redacted>"]}
     assert "s3cret" not in json.dumps(wire)
+
+
+def test_gated_defaults_follow_their_feature_gates(tmp_path: Path) -> None:
+    """KubeletCrashLoopBackOffMax and KubeletEnsureSecretPulledImages are on in 1.35: their fields get
+    defaults; a configuration turning a gate off gets none (the kubelet then refuses them set)."""
+    on = load(tmp_path, "").to_wire()
+    assert on["crashLoopBackOff"] == {"maxContainerRestartPeriod": "5m0s"}
+    assert on["imagePullCredentialsVerificationPolicy"] == "NeverVerifyPreloadedImages"
+    off = load(tmp_path, "featureGates: {KubeletCrashLoopBackOffMax: false, KubeletEnsureSecretPulledImages: false}\n")
+    wire = off.to_wire()
+    assert wire["crashLoopBackOff"] == {}
+    assert "imagePullCredentialsVerificationPolicy" not in wire
+    kept = load(tmp_path, "crashLoopBackOff: {maxContainerRestartPeriod: 0s}\n")
+    assert kept.crash_loop_back_off.max_container_restart_period is not None  # a pointer: an explicit 0 stays
+    assert kept.crash_loop_back_off.max_container_restart_period.ns == 0
