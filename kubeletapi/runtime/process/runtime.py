@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import shutil
 import signal
 import time
 from collections.abc import Sequence
@@ -95,9 +94,12 @@ class ProcessRuntime:
         self._log_max_size = log_max_size
         self._log_max_files = log_max_files
         self._pod_ip = pod_ip  # pods share the host's network: port-forward connects here
-        self._sandboxes, self._containers, problems = self._state.load()
-        for problem in problems:
+        loaded = self._state.load()
+        self._sandboxes, self._containers = loaded.sandboxes, loaded.containers
+        for problem in loaded.problems:
             log.error("process runtime: ignoring unreadable %s", problem)
+        for leftover in loaded.removed:
+            log.warning("process runtime: removed %s", leftover)
         self._warned_oom = False
         if self._containers:
             log.info("process runtime: re-adopted %d containers in %d sandboxes from %s",
@@ -137,7 +139,7 @@ class ProcessRuntime:
                 await self.remove_container(container.id)
         if self._cgroups is not None and record.config.cgroup_parent:
             self._cgroups.delete(record.config.cgroup_parent)
-        shutil.rmtree(self._state.sandboxes / sandbox_id, ignore_errors=True)
+        self._state.remove_sandbox(sandbox_id)
         del self._sandboxes[sandbox_id]
 
     async def list_pod_sandboxes(self, pod_uid: str | None = None) -> Sequence[Sandbox]:
@@ -209,7 +211,7 @@ class ProcessRuntime:
         if record.started_at and not record.exited:
             raise InvalidInput(f"container {container_id} is running; stop it first")
         self._delete_cgroup(record)
-        shutil.rmtree(self._state.container_dir(container_id), ignore_errors=True)
+        self._state.remove_container(container_id)
         del self._containers[container_id]
 
     async def list_containers(self, pod_uid: str | None = None) -> Sequence[ContainerStatus]:
