@@ -4,7 +4,7 @@ The state dir is the source of truth: the agent keeps no container state that is
 disk, so a restarted agent (even after kill -9) re-adopts every container by reading it. The
 shim writes `shim.pid`, `started` and `exit` into the container's directory (shimfiles.py); the
 runtime writes `container.json` (its config and what it learned: pids, their start ticks, the
-exit reason).
+exit reason, and that a start was begun).
 
 Every write survives a kill -9 at any instant: a record is replaced by rename, a record's
 directory appears by rename with its record already inside (so a directory without its record
@@ -85,6 +85,9 @@ class ContainerRecord:
     reason: str = ""
     message: str = ""
     exited: bool = False
+    # A start was begun: a shim may run (or have run) in the container's directory, whatever
+    # started_at says. Written before the shim is launched (runtime.start_container).
+    start_requested: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
