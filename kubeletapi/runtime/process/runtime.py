@@ -16,7 +16,8 @@ lock (still starting: waited for), or the lock is free and no daemon ever ran (n
 started: the start is made now, the first one), or a daemon ran and vanished without a word
 (a failed start: StartError, its leftovers killed; the pod syncer starts a new instance).
 
-Exec, attach and port-forward streams (runtime.streaming.Streamer) are in streams.py.
+Exec, attach and port-forward streams (runtime.streaming.Streamer) are in streams/; the shim's
+command lines in shimcmd.py, the files it writes in shimfiles.py, the cgroups in placement.py.
 """
 
 from __future__ import annotations
@@ -29,12 +30,11 @@ import signal
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
 
-from kubeletapi.cgroups.writers import ResourceConfig
 from kubeletapi.clock import Clock
-from kubeletapi.errors import Conflict, InvalidInput, NotFound, Unavailable
-from kubeletapi.runtime.process import procfs, streams
+from kubeletapi.errors import InvalidInput, NotFound, Unavailable
+from kubeletapi.runtime.process import procfs, shimcmd, streams
+from kubeletapi.runtime.process.placement import Cgroups, Placement
 from kubeletapi.runtime.process.shimfiles import ShimFiles
 from kubeletapi.runtime.process.state import ContainerRecord, SandboxRecord, StateDir, new_id
 from kubeletapi.runtime.streaming import StreamOptions, StreamSession
@@ -45,7 +45,6 @@ from kubeletapi.runtime.types import (
     ContainerStatus,
     ExecResult,
     Image,
-    Resources,
     RuntimeVersion,
     Sandbox,
     SandboxConfig,
@@ -55,34 +54,12 @@ from kubeletapi.runtime.types import (
 log = logging.getLogger(__name__)
 
 RUNTIME_NAME = "kubeletapi-process"
-DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 STOP_POLL_S = 0.02
 KILL_WAIT_S = 10.0
 START_WAIT_S = 30.0  # how long a start under way is waited for
 START_ERROR_CODE = 128  # the shim's exit code for a program that could not be started
 LOST_START = ("StartError", "the container's shim exited without recording a start or an exit "
               "(the agent stopped while starting it)")
-
-
-class Cgroups(Protocol):
-    """The cgroup operations the runtime needs (kubeletapi.cgroups writers)."""
-
-    def create(self, path: str) -> None: ...
-
-    def set_resources(self, path: str, config: ResourceConfig) -> None: ...
-
-    def procs_files(self, path: str) -> list[Path]: ...
-
-    def delete(self, path: str) -> None: ...
-
-    def oom_kill_count(self, path: str) -> int: ...
-
-
-def _cgroup_config(res: Resources) -> ResourceConfig:
-    return ResourceConfig(
-        cpu_shares=res.cpu_shares, cpu_quota=res.cpu_quota, cpu_period=res.cpu_period,
-        memory_limit=res.memory_limit, pids_limit=res.pids_limit,
-    )
 
 
 class ProcessRuntime:
@@ -102,10 +79,9 @@ class ProcessRuntime:
         self._state = StateDir(root)
         self._shim = shim
         self._clock = clock
-        self._cgroups = cgroups
+        self._placement = Placement(cgroups)
         self._namespaces = namespaces
-        self._log_max_size = log_max_size
-        self._log_max_files = log_max_files
+        self._shim_opts = shimcmd.ShimOptions(namespaces, log_max_size, log_max_files)
         self._pod_ip = pod_ip  # pods share the host's network: port-forward connects here
         loaded = self._state.load()
         self._sandboxes, self._containers = loaded.sandboxes, loaded.containers
@@ -130,9 +106,7 @@ class ProcessRuntime:
     async def run_pod_sandbox(self, config: SandboxConfig) -> str:
         record = SandboxRecord(new_id(), config, self._now_ns())
         Path(config.log_directory).mkdir(parents=True, exist_ok=True)
-        if self._cgroups is not None and config.cgroup_parent:
-            self._cgroups.create(config.cgroup_parent)
-            self._cgroups.set_resources(config.cgroup_parent, _cgroup_config(config.resources))
+        self._placement.create(config.cgroup_parent, config.resources)
         self._state.save_sandbox(record)
         self._sandboxes[record.id] = record
         return record.id
@@ -153,8 +127,7 @@ class ProcessRuntime:
         for container in list(self._containers.values()):
             if container.sandbox_id == sandbox_id:
                 await self.remove_container(container.id)
-        if self._cgroups is not None and record.config.cgroup_parent:
-            self._cgroups.delete(record.config.cgroup_parent)
+        self._placement.delete_pod(record.config.cgroup_parent)
         self._state.remove_sandbox(sandbox_id)
         del self._sandboxes[sandbox_id]
 
@@ -201,7 +174,7 @@ class ProcessRuntime:
         sandbox = self._sandbox(record.sandbox_id)
         files = self._files(record)
         Path(record.log_path).parent.mkdir(parents=True, exist_ok=True)
-        record.cgroup = self._cgroup_of(record, sandbox)
+        record.cgroup = self._placement.container_cgroup(sandbox.config.cgroup_parent, record.id)
         record.start_requested = True
         self._state.save_container(record)  # before anything a new agent would have to find
         self._launching.add(record.id)
@@ -217,9 +190,10 @@ class ProcessRuntime:
         """Run the shim's invoker with the container's lock, until it reports the start recorded."""
         lock = files.lock()
         try:
-            args = self._shim_args(record, sandbox, files.dir, self._place_in_cgroup(record), lock)
+            cgroup_dirs = self._placement.create(record.cgroup, record.config.resources)
+            args = shimcmd.run_args(record, sandbox.config, files.dir, cgroup_dirs, lock, self._shim_opts)
             proc = await asyncio.create_subprocess_exec(
-                str(self._shim), *args, env=self._environment(record.config, sandbox.config), pass_fds=(lock,),
+                str(self._shim), *args, env=shimcmd.environment(record.config, sandbox.config), pass_fds=(lock,),
                 stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE,
             )
@@ -250,7 +224,7 @@ class ProcessRuntime:
             raise InvalidInput(f"container {container_id} is running; stop it first")
         if not self._settle_start(record):
             raise InvalidInput(f"container {container_id} is being started; stop it first")
-        self._delete_cgroup(record)
+        self._placement.delete(record.cgroup, record.id)
         self._state.remove_container(container_id)
         del self._containers[container_id]
 
@@ -295,8 +269,9 @@ class ProcessRuntime:
     # --- streams (runtime.streaming.Streamer) ------------------------------------------------------
     async def exec_stream(self, container_id: str, cmd: Sequence[str], opts: StreamOptions) -> StreamSession:
         record = self._running(container_id)
-        env = self._environment(record.config, self._sandbox(record.sandbox_id).config)
-        args = self._exec_args(record)
+        env = shimcmd.environment(record.config, self._sandbox(record.sandbox_id).config)
+        cgroup_dirs = [procs.parent for procs in self._placement.procs_files(record.cgroup)]
+        args = shimcmd.exec_args(record, cgroup_dirs, self._namespaces)
         if opts.tty:
             args.append("--tty")
             env.setdefault("TERM", "xterm")  # as containerd sets for a terminal
@@ -344,67 +319,6 @@ class ProcessRuntime:
             raise InvalidInput(f"container {record.config.name!r} is not running")
         return record
 
-    def _exec_args(self, record: ContainerRecord) -> list[str]:
-        """`exec` and its options: the container's namespaces, cgroups and working directory."""
-        args = ["exec"]
-        if self._namespaces and record.app_pid:
-            args += ["--pid", str(record.app_pid)]
-        for procs in self._procs_files(record):
-            args += ["--cgroup", str(procs.parent)]
-        if record.config.working_dir:
-            args += ["--workdir", record.config.working_dir]
-        return args
-
-    def _environment(self, config: ContainerConfig, sandbox: SandboxConfig) -> dict[str, str]:
-        env = {"PATH": DEFAULT_PATH, "HOSTNAME": sandbox.hostname, "HOME": os.environ.get("HOME", "/root")}
-        env.update(dict(config.envs))
-        return env
-
-    def _procs_files(self, record: ContainerRecord) -> list[Path]:
-        if self._cgroups is None or not record.cgroup:
-            return []
-        return self._cgroups.procs_files(record.cgroup)
-
-    def _cgroup_of(self, record: ContainerRecord, sandbox: SandboxRecord) -> str:
-        """The container's cgroup under its pod's (as root), "" without cgroups."""
-        if self._cgroups is None or not sandbox.config.cgroup_parent:
-            return ""
-        return f"{sandbox.config.cgroup_parent}/{record.id}"
-
-    def _place_in_cgroup(self, record: ContainerRecord) -> list[Path]:
-        """Create the container's cgroup with its limits (as root); the directories the shim joins
-        (one per hierarchy)."""
-        if self._cgroups is None or not record.cgroup:
-            return []
-        self._cgroups.create(record.cgroup)
-        self._cgroups.set_resources(record.cgroup, _cgroup_config(record.config.resources))
-        return [procs.parent for procs in self._cgroups.procs_files(record.cgroup)]
-
-    def _shim_args(self, record: ContainerRecord, sandbox: SandboxRecord, state_dir: Path,
-                   cgroup_dirs: list[Path], lock_fd: int) -> list[str]:
-        """The shim's command line (no side effects)."""
-        cfg = record.config
-        args = ["run", "--state", str(state_dir), "--lock-fd", str(lock_fd), "--log", record.log_path,
-                "--log-max-size", str(self._log_max_size), "--log-max-files", str(self._log_max_files)]
-        for directory in cgroup_dirs:
-            args += ["--cgroup", str(directory)]
-        if self._namespaces:
-            args += ["--namespaces", "--hostname", sandbox.config.hostname]
-            for mount in cfg.mounts:
-                if mount.tmpfs:
-                    args += ["--tmpfs", mount.container_path]
-                else:
-                    args += ["--bind-ro" if mount.readonly else "--bind", mount.host_path, mount.container_path]
-        if cfg.working_dir:
-            args += ["--workdir", cfg.working_dir]
-        if cfg.stdin:
-            args.append("--stdin")
-        if cfg.tty:
-            args.append("--tty")
-        if cfg.resources.oom_score_adj is not None:
-            args += ["--oom-score-adj", str(cfg.resources.oom_score_adj)]
-        return [*args, "--", *cfg.command]
-
     def _files(self, record: ContainerRecord) -> ShimFiles:
         return ShimFiles(self._state.container_dir(record.id))
 
@@ -424,26 +338,10 @@ class ProcessRuntime:
             return False
         record.exit_code, record.signal, record.finished_at = ended.code, ended.signal, ended.finished_at
         record.reason, record.message, record.exited = ended.reason, ended.message, True
-        if record.signal == signal.SIGKILL and self._oom_killed(record):
+        if record.signal == signal.SIGKILL and self._placement.oom_killed(record.cgroup):
             record.reason = "OOMKilled"
-        self._delete_cgroup(record)
+        self._placement.delete(record.cgroup, record.id)
         return True
-
-    def _oom_killed(self, record: ContainerRecord) -> bool:
-        if self._cgroups is None or not record.cgroup:
-            return False
-        try:
-            return self._cgroups.oom_kill_count(record.cgroup) > 0
-        except (OSError, Unavailable, InvalidInput):
-            return False
-
-    def _delete_cgroup(self, record: ContainerRecord) -> None:
-        if self._cgroups is None or not record.cgroup:
-            return
-        try:
-            self._cgroups.delete(record.cgroup)
-        except (OSError, Unavailable, InvalidInput, Conflict) as exc:
-            log.warning("cannot remove cgroup %s of container %s: %s", record.cgroup, record.id, exc)
 
     def _refresh(self, record: ContainerRecord) -> None:
         """Notice an exit: the shim's exit file, or (shim gone without one) a lost container."""
@@ -464,7 +362,7 @@ class ProcessRuntime:
         record.exited, record.exit_code, record.reason = True, 137, "ContainerStatusUnknown"
         record.message = "The container could not be located: its shim exited without recording an exit status"
         record.finished_at = self._now_ns()
-        self._delete_cgroup(record)
+        self._placement.delete(record.cgroup, record.id)
         self._state.save_container(record)
 
     def _settle_start(self, record: ContainerRecord) -> bool:
@@ -486,10 +384,10 @@ class ProcessRuntime:
             self._read_shim_files(record, files)
             log.info("process runtime: %s; adopted the start its shim recorded", what)
         elif files.ran():
-            self._kill_leftovers(record)
+            self._placement.kill_all(record.cgroup)  # what the vanished shim may have forked
             record.exited, record.exit_code, record.finished_at = True, START_ERROR_CODE, self._now_ns()
             record.reason, record.message = LOST_START
-            self._delete_cgroup(record)
+            self._placement.delete(record.cgroup, record.id)
             log.warning("process runtime: %s; its shim ran and vanished without a word: %s", what, record.reason)
         else:
             record.start_requested = False  # no shim ever ran: the start is still to be made
@@ -505,14 +403,6 @@ class ProcessRuntime:
                 raise Unavailable(f"container {record.config.name!r} is still starting after {START_WAIT_S:g}s "
                                   "(its shim has recorded neither a start nor an exit)")
             await asyncio.sleep(STOP_POLL_S)
-
-    def _kill_leftovers(self, record: ContainerRecord) -> None:
-        """SIGKILL what is left in the container's cgroup (a program forked by a shim that vanished)."""
-        for procs in self._procs_files(record):
-            with contextlib.suppress(OSError):
-                for pid in procs.read_text().split():
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(int(pid), signal.SIGKILL)
 
     def _alive(self, record: ContainerRecord, pid: int) -> bool:
         return bool(pid) and procfs.start_ticks(pid) == record.start_ticks.get(str(pid), -1)
