@@ -53,12 +53,14 @@ def unrecorded_starts(state: Path) -> int:
 
 
 def apps(tag: str) -> dict[str, list[int]]:
-    """Pod name -> pids of its container's program (`sh -c '<counter> # <tag>-<pod>'`)."""
+    """Pod name -> pids of its container's program (`sh -c '<counter> # <tag>-<pod>'`). A shell
+    forked by the counter to run `sleep`, caught before its exec, is the counter's child, not a copy."""
+    shells = {p.pid: p for p in psutil.process_iter(["cmdline", "ppid"])
+              if (cmd := p.info["cmdline"] or [])[:2] == ["sh", "-c"] and f"# {tag}-" in cmd[2]}
     found: dict[str, list[int]] = {}
-    for proc in psutil.process_iter(["cmdline"]):
-        cmd = proc.info["cmdline"] or []
-        if len(cmd) == 3 and cmd[0] == "sh" and f"# {tag}-" in cmd[2]:
-            found.setdefault(cmd[2].rsplit("-", 1)[1], []).append(proc.pid)
+    for pid, proc in shells.items():
+        if proc.info["ppid"] not in shells:
+            found.setdefault(proc.info["cmdline"][2].rsplit("-", 1)[1], []).append(pid)
     return found
 
 

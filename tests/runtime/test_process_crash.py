@@ -105,9 +105,11 @@ class Env:
         (self.container_dir(cid) / "container.json").write_text(json.dumps(record))
 
     def apps(self) -> list[int]:
-        """The containers' programs (shells whose command line carries the marker)."""
-        return sorted(p.pid for p in psutil.process_iter(["cmdline"])
-                      if (cmd := p.info["cmdline"] or [])[:2] == ["sh", "-c"] and self.marker in cmd[2])
+        """The containers' programs: shells whose command line carries the marker (not the
+        shell's fork for `sleep` caught before its exec)."""
+        shells = {p.pid: p.info["ppid"] for p in psutil.process_iter(["cmdline", "ppid"])
+                  if (cmd := p.info["cmdline"] or [])[:2] == ["sh", "-c"] and self.marker in cmd[2]}
+        return sorted(pid for pid, ppid in shells.items() if ppid not in shells)
 
     def everything(self) -> list[int]:
         """Programs, shims and inits of this test."""
