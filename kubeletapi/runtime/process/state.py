@@ -25,6 +25,9 @@ from typing import Any
 
 from kubeletapi.runtime.types import ContainerConfig, Mount, PodMeta, Resources, SandboxConfig
 
+SANDBOX_JSON = "sandbox.json"
+CONTAINER_JSON = "container.json"
+
 
 def new_id() -> str:
     """A 64-hex id, as containerd's."""
@@ -164,9 +167,6 @@ class StateDir:
                     loaded.problems.append(f"{kind} state {entry}: {exc}")
         return loaded
 
-
-SANDBOX_JSON = "sandbox.json"
-CONTAINER_JSON = "container.json"
 
 
 def _save(base: Path, record_id: str, name: str, data: Any) -> None:
