@@ -8,6 +8,7 @@ a few seconds.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import itertools
 import os
 import pty
@@ -260,6 +261,7 @@ def test_module_main_prints_the_path(shim: Path, capsys: pytest.CaptureFixture[s
     pytest.param(["run", "--state", "/tmp", "--log-max-files", "1", "--", "true"], "--log-max-files", id="one-file"),
     pytest.param(["run", "--state", "/tmp", "--oom-score-adj", "x", "--", "true"], "invalid value", id="bad-number"),
     pytest.param(["run", "--state", "/tmp", "--frobnicate", "--", "true"], "unknown option", id="unknown"),
+    pytest.param(["run", "--state", "/tmp", "--lock-fd", "1", "--", "true"], "invalid value", id="lock-on-stdio"),
     pytest.param(["nonsense"], "expected a command", id="no-command"),
 ])
 def test_run_usage_errors_exit_1(shim: Path, args: list[str], error: str) -> None:
@@ -444,6 +446,95 @@ def test_daemon_does_not_hold_fds_inherited_from_the_caller(shim: Path, run: Run
         os.close(read_end)
         if write_end >= 0:
             os.close(write_end)
+
+
+def lock_held(state: Path) -> bool:
+    """Whether somebody holds the state dir's lock (a probe as the runtime makes it)."""
+    fd = os.open(state / "shim.lock", os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def holds_lock(pid: int, state: Path) -> bool:
+    """Whether the process has the state dir's lock file open."""
+    with contextlib.suppress(OSError):
+        fds = os.listdir(f"/proc/{pid}/fd")
+        return any(os.readlink(f"/proc/{pid}/fd/{fd}") == str(state / "shim.lock") for fd in fds)
+    return False
+
+
+@pytest.mark.parametrize("namespaces", [False, pytest.param(True, marks=requires_root)])
+def test_the_daemon_holds_the_state_lock_for_its_life_the_container_never(run: RunShim, namespaces: bool) -> None:
+    c = run("sh", "-c", "sleep 30; true", opts=["--namespaces"] if namespaces else [])
+    assert lock_held(c.state)
+    app, init, _ = c.started  # type: ignore[misc]
+    assert holds_lock(c.shim_pid, c.state)
+    assert [pid for pid in (app, init) if pid and holds_lock(pid, c.state)] == []
+    kill(app, signal.SIGTERM)
+    c.wait_exit()
+    wait_for(lambda: not alive(c.shim_pid), what="the daemon to exit")
+    assert not lock_held(c.state)
+
+
+def test_a_state_dir_runs_one_container_once(shim: Path, run: RunShim) -> None:
+    c = run("sleep", "30")
+
+    def again() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(shim), "run", "--state", str(c.state), "--", "sleep", "30"],
+                              capture_output=True, text=True, timeout=10)
+
+    running = again()
+    assert (running.returncode, running.stderr.strip()) == (
+        1, f"kubeletapi-shim run: --state {c.state}: another shim holds its lock (its container runs)")
+    kill(c.app_pid, signal.SIGTERM)
+    c.wait_exit()
+    wait_for(lambda: not lock_held(c.state), what="the lock to be released")
+    ended = again()
+    assert (ended.returncode, ended.stderr.strip()) == (1, f"kubeletapi-shim run: --state {c.state} already ran "
+                                                           "a container (shim.pid exists): a state dir is used once")
+    assert c.contents() == [], "the second run started nothing"
+
+
+def test_lock_fd_hands_the_callers_lock_to_the_daemon(shim: Path, tmp_path: Path) -> None:
+    state = tmp_path / "handed"
+    state.mkdir()
+    c = Container(state, tmp_path / "handed.log")
+    fd = os.open(state / "shim.lock", os.O_RDONLY | os.O_CREAT, 0o640)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the caller holds it before the shim exists
+    try:
+        subprocess.run([str(shim), "run", "--state", str(state), "--lock-fd", str(fd), "--log", str(c.log), "--",
+                        "sleep", "30"], pass_fds=[fd], check=True, timeout=10)
+        os.close(fd)
+        fd = -1
+        assert lock_held(state), "the daemon holds the lock the caller let go of"
+        assert holds_lock(c.shim_pid, state)
+        kill(c.app_pid, signal.SIGTERM)
+        c.wait_exit()
+        wait_for(lambda: not lock_held(state), what="the lock to be released with the daemon")
+    finally:
+        if fd >= 0:
+            os.close(fd)
+        c.cleanup()
+
+
+def test_a_lock_held_by_someone_else_refuses_the_run(shim: Path, tmp_path: Path) -> None:
+    state = tmp_path / "taken"
+    state.mkdir()
+    fd = os.open(state / "shim.lock", os.O_RDONLY | os.O_CREAT, 0o640)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        result = subprocess.run([str(shim), "run", "--state", str(state), "--", "true"], capture_output=True,
+                                text=True, timeout=10)
+        assert result.returncode == 1
+        assert "another shim holds its lock" in result.stderr
+        assert sorted(p.name for p in state.iterdir()) == ["shim.lock"]
+    finally:
+        os.close(fd)
 
 
 def test_environment_is_exactly_the_shims(run: RunShim) -> None:

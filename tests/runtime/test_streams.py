@@ -49,7 +49,7 @@ class Case:
     def new_runtime(self, **kw: Any) -> ProcessRuntime:
         """Another runtime on its own state dir (e.g. with other log limits), removed afterwards."""
         rt = ProcessRuntime(self.tmp / f"state-{secrets.token_hex(3)}", shim_path(), RealClock(),
-                            cgroups=self.runtime._cgroups, namespaces=self.isolated, **kw)
+                            cgroups=new_writer(detect()) if self.isolated else None, namespaces=self.isolated, **kw)
         self.extra.append(rt)
         return rt
 

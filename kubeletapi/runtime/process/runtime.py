@@ -8,7 +8,16 @@ and a new agent re-adopts them from the state directory.
 Identity checks use /proc/<pid>/stat's start time, so a recycled pid is never mistaken for a
 container that has exited.
 
-Exec, attach and port-forward streams (runtime.streaming.Streamer) are in streams.py.
+A start is recorded before the shim is launched (start_requested, saved with the container's
+cgroup), and the shim is handed a lock it holds for its whole life (shimfiles.py). An agent
+killed at any point of a start leaves a record a new agent settles without ever launching a
+second shim for the container: the shim recorded its start or exit (adopted), or it holds the
+lock (still starting: waited for), or the lock is free and no daemon ever ran (nothing was
+started: the start is made now, the first one), or a daemon ran and vanished without a word
+(a failed start: StartError, its leftovers killed; the pod syncer starts a new instance).
+
+Exec, attach and port-forward streams (runtime.streaming.Streamer) are in streams/; the shim's
+command lines in shimcmd.py, the files it writes in shimfiles.py, the cgroups in placement.py.
 """
 
 from __future__ import annotations
@@ -17,17 +26,16 @@ import asyncio
 import contextlib
 import logging
 import os
-import shutil
 import signal
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
 
-from kubeletapi.cgroups.writers import ResourceConfig
 from kubeletapi.clock import Clock
-from kubeletapi.errors import Conflict, InvalidInput, NotFound, Unavailable
-from kubeletapi.runtime.process import procfs, streams
+from kubeletapi.errors import InvalidInput, NotFound, Unavailable
+from kubeletapi.runtime.process import procfs, shimcmd, streams
+from kubeletapi.runtime.process.placement import Cgroups, Placement
+from kubeletapi.runtime.process.shimfiles import ShimFiles
 from kubeletapi.runtime.process.state import ContainerRecord, SandboxRecord, StateDir, new_id
 from kubeletapi.runtime.streaming import StreamOptions, StreamSession
 from kubeletapi.runtime.types import (
@@ -37,7 +45,6 @@ from kubeletapi.runtime.types import (
     ContainerStatus,
     ExecResult,
     Image,
-    Resources,
     RuntimeVersion,
     Sandbox,
     SandboxConfig,
@@ -47,30 +54,12 @@ from kubeletapi.runtime.types import (
 log = logging.getLogger(__name__)
 
 RUNTIME_NAME = "kubeletapi-process"
-DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 STOP_POLL_S = 0.02
 KILL_WAIT_S = 10.0
-
-
-class Cgroups(Protocol):
-    """The cgroup operations the runtime needs (kubeletapi.cgroups writers)."""
-
-    def create(self, path: str) -> None: ...
-
-    def set_resources(self, path: str, config: ResourceConfig) -> None: ...
-
-    def procs_files(self, path: str) -> list[Path]: ...
-
-    def delete(self, path: str) -> None: ...
-
-    def oom_kill_count(self, path: str) -> int: ...
-
-
-def _cgroup_config(res: Resources) -> ResourceConfig:
-    return ResourceConfig(
-        cpu_shares=res.cpu_shares, cpu_quota=res.cpu_quota, cpu_period=res.cpu_period,
-        memory_limit=res.memory_limit, pids_limit=res.pids_limit,
-    )
+START_WAIT_S = 30.0  # how long a start under way is waited for
+START_ERROR_CODE = 128  # the shim's exit code for a program that could not be started
+LOST_START = ("StartError", "the container's shim exited without recording a start or an exit "
+              "(the agent stopped while starting it)")
 
 
 class ProcessRuntime:
@@ -90,14 +79,19 @@ class ProcessRuntime:
         self._state = StateDir(root)
         self._shim = shim
         self._clock = clock
-        self._cgroups = cgroups
+        self._placement = Placement(cgroups)
         self._namespaces = namespaces
-        self._log_max_size = log_max_size
-        self._log_max_files = log_max_files
+        self._shim_opts = shimcmd.ShimOptions(namespaces, log_max_size, log_max_files)
         self._pod_ip = pod_ip  # pods share the host's network: port-forward connects here
-        self._sandboxes, self._containers, problems = self._state.load()
-        for problem in problems:
+        loaded = self._state.load()
+        self._sandboxes, self._containers = loaded.sandboxes, loaded.containers
+        for problem in loaded.problems:
             log.error("process runtime: ignoring unreadable %s", problem)
+        for leftover in loaded.removed:
+            log.warning("process runtime: removed %s", leftover)
+        self._launching: set[str] = set()  # containers whose shim this agent is launching now
+        for record in list(self._containers.values()):
+            self._settle_start(record)
         self._warned_oom = False
         if self._containers:
             log.info("process runtime: re-adopted %d containers in %d sandboxes from %s",
@@ -112,9 +106,7 @@ class ProcessRuntime:
     async def run_pod_sandbox(self, config: SandboxConfig) -> str:
         record = SandboxRecord(new_id(), config, self._now_ns())
         Path(config.log_directory).mkdir(parents=True, exist_ok=True)
-        if self._cgroups is not None and config.cgroup_parent:
-            self._cgroups.create(config.cgroup_parent)
-            self._cgroups.set_resources(config.cgroup_parent, _cgroup_config(config.resources))
+        self._placement.create(config.cgroup_parent, config.resources)
         self._state.save_sandbox(record)
         self._sandboxes[record.id] = record
         return record.id
@@ -135,9 +127,8 @@ class ProcessRuntime:
         for container in list(self._containers.values()):
             if container.sandbox_id == sandbox_id:
                 await self.remove_container(container.id)
-        if self._cgroups is not None and record.config.cgroup_parent:
-            self._cgroups.delete(record.config.cgroup_parent)
-        shutil.rmtree(self._state.sandboxes / sandbox_id, ignore_errors=True)
+        self._placement.delete_pod(record.config.cgroup_parent)
+        self._state.remove_sandbox(sandbox_id)
         del self._sandboxes[sandbox_id]
 
     async def list_pod_sandboxes(self, pod_uid: str | None = None) -> Sequence[Sandbox]:
@@ -172,26 +163,49 @@ class ProcessRuntime:
 
     async def start_container(self, container_id: str) -> None:
         record = self._container(container_id)
-        if record.started_at or record.exited:
+        if record.id in self._launching:
+            raise InvalidInput(f"container {container_id} is being started")
+        if record.start_requested and not _started(record):
+            await self._await_start(record)  # a start an agent before this one began
+            if _started(record):
+                return  # it went through (or failed): either way, it is not made twice
+        if _started(record):
             raise InvalidInput(f"container {container_id} was already started")
         sandbox = self._sandbox(record.sandbox_id)
-        state_dir = self._state.container_dir(record.id)
+        files = self._files(record)
         Path(record.log_path).parent.mkdir(parents=True, exist_ok=True)
-        args = self._shim_args(record, sandbox, state_dir, self._place_in_cgroup(record, sandbox))
-        env = self._environment(record.config, sandbox.config)
-        proc = await asyncio.create_subprocess_exec(
-            str(self._shim), *args, env=env,
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
-        )
+        record.cgroup = self._placement.container_cgroup(sandbox.config.cgroup_parent, record.id)
+        record.start_requested = True
+        self._state.save_container(record)  # before anything a new agent would have to find
+        self._launching.add(record.id)
+        try:
+            await self._launch(record, sandbox, files)
+        finally:
+            self._launching.discard(record.id)
+        self._read_shim_files(record, files)
+        self._report_warnings(files)
+        self._state.save_container(record)
+
+    async def _launch(self, record: ContainerRecord, sandbox: SandboxRecord, files: ShimFiles) -> None:
+        """Run the shim's invoker with the container's lock, until it reports the start recorded."""
+        lock = files.lock()
+        try:
+            cgroup_dirs = self._placement.create(record.cgroup, record.config.resources)
+            args = shimcmd.run_args(record, sandbox.config, files.dir, cgroup_dirs, lock, self._shim_opts)
+            proc = await asyncio.create_subprocess_exec(
+                str(self._shim), *args, env=shimcmd.environment(record.config, sandbox.config), pass_fds=(lock,),
+                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE,
+            )
+        finally:
+            os.close(lock)  # the invoker holds it now (or nobody: nothing was launched)
         _, err = await proc.communicate()
         if proc.returncode != 0:
             raise Unavailable(f"starting the shim of container {record.config.name!r} failed: {err.decode().strip()}")
-        self._read_shim_files(record, state_dir)
-        self._report_warnings(state_dir)
-        self._state.save_container(record)
 
     async def stop_container(self, container_id: str, timeout_s: float) -> None:
         record = self._container(container_id)
+        await self._await_start(record)
         self._refresh(record)
         if record.exited or not record.started_at:
             return
@@ -208,8 +222,10 @@ class ProcessRuntime:
         self._refresh(record)
         if record.started_at and not record.exited:
             raise InvalidInput(f"container {container_id} is running; stop it first")
-        self._delete_cgroup(record)
-        shutil.rmtree(self._state.container_dir(container_id), ignore_errors=True)
+        if not self._settle_start(record):
+            raise InvalidInput(f"container {container_id} is being started; stop it first")
+        self._placement.delete(record.cgroup, record.id)
+        self._state.remove_container(container_id)
         del self._containers[container_id]
 
     async def list_containers(self, pod_uid: str | None = None) -> Sequence[ContainerStatus]:
@@ -253,8 +269,9 @@ class ProcessRuntime:
     # --- streams (runtime.streaming.Streamer) ------------------------------------------------------
     async def exec_stream(self, container_id: str, cmd: Sequence[str], opts: StreamOptions) -> StreamSession:
         record = self._running(container_id)
-        env = self._environment(record.config, self._sandbox(record.sandbox_id).config)
-        args = self._exec_args(record)
+        env = shimcmd.environment(record.config, self._sandbox(record.sandbox_id).config)
+        cgroup_dirs = [procs.parent for procs in self._placement.procs_files(record.cgroup)]
+        args = shimcmd.exec_args(record, cgroup_dirs, self._namespaces)
         if opts.tty:
             args.append("--tty")
             env.setdefault("TERM", "xterm")  # as containerd sets for a terminal
@@ -302,119 +319,90 @@ class ProcessRuntime:
             raise InvalidInput(f"container {record.config.name!r} is not running")
         return record
 
-    def _exec_args(self, record: ContainerRecord) -> list[str]:
-        """`exec` and its options: the container's namespaces, cgroups and working directory."""
-        args = ["exec"]
-        if self._namespaces and record.app_pid:
-            args += ["--pid", str(record.app_pid)]
-        for procs in self._procs_files(record):
-            args += ["--cgroup", str(procs.parent)]
-        if record.config.working_dir:
-            args += ["--workdir", record.config.working_dir]
-        return args
+    def _files(self, record: ContainerRecord) -> ShimFiles:
+        return ShimFiles(self._state.container_dir(record.id))
 
-    def _environment(self, config: ContainerConfig, sandbox: SandboxConfig) -> dict[str, str]:
-        env = {"PATH": DEFAULT_PATH, "HOSTNAME": sandbox.hostname, "HOME": os.environ.get("HOME", "/root")}
-        env.update(dict(config.envs))
-        return env
-
-    def _procs_files(self, record: ContainerRecord) -> list[Path]:
-        if self._cgroups is None or not record.cgroup:
-            return []
-        return self._cgroups.procs_files(record.cgroup)
-
-    def _place_in_cgroup(self, record: ContainerRecord, sandbox: SandboxRecord) -> list[Path]:
-        """Create the container's cgroup under its pod's, with its limits (as root); the
-        directories the shim joins (one per hierarchy)."""
-        if self._cgroups is None or not sandbox.config.cgroup_parent:
-            return []
-        record.cgroup = f"{sandbox.config.cgroup_parent}/{record.id}"
-        self._cgroups.create(record.cgroup)
-        self._cgroups.set_resources(record.cgroup, _cgroup_config(record.config.resources))
-        return [procs.parent for procs in self._cgroups.procs_files(record.cgroup)]
-
-    def _shim_args(self, record: ContainerRecord, sandbox: SandboxRecord, state_dir: Path,
-                   cgroup_dirs: list[Path]) -> list[str]:
-        """The shim's command line (no side effects)."""
-        cfg = record.config
-        args = ["run", "--state", str(state_dir), "--log", record.log_path,
-                "--log-max-size", str(self._log_max_size), "--log-max-files", str(self._log_max_files)]
-        for directory in cgroup_dirs:
-            args += ["--cgroup", str(directory)]
-        if self._namespaces:
-            args += ["--namespaces", "--hostname", sandbox.config.hostname]
-            for mount in cfg.mounts:
-                if mount.tmpfs:
-                    args += ["--tmpfs", mount.container_path]
-                else:
-                    args += ["--bind-ro" if mount.readonly else "--bind", mount.host_path, mount.container_path]
-        if cfg.working_dir:
-            args += ["--workdir", cfg.working_dir]
-        if cfg.stdin:
-            args.append("--stdin")
-        if cfg.tty:
-            args.append("--tty")
-        if cfg.resources.oom_score_adj is not None:
-            args += ["--oom-score-adj", str(cfg.resources.oom_score_adj)]
-        return [*args, "--", *cfg.command]
-
-    def _read_shim_files(self, record: ContainerRecord, state_dir: Path) -> None:
-        record.shim_pid = _read_int(state_dir / "shim.pid")
-        started = _read_text(state_dir / "started").split()
-        if started:
-            record.app_pid, record.init_pid, record.started_at = (int(x) for x in started[:3])
+    def _read_shim_files(self, record: ContainerRecord, files: ShimFiles) -> None:
+        record.shim_pid = files.shim_pid()
+        started = files.started()
+        if started is not None:
+            record.app_pid, record.init_pid, record.started_at = started.app_pid, started.init_pid, started.at
             for pid in (record.app_pid, record.init_pid, record.shim_pid):
                 if pid:
                     record.start_ticks[str(pid)] = procfs.start_ticks(pid)
-        self._read_exit(record, state_dir)
+        self._read_exit(record, files)
 
-    def _read_exit(self, record: ContainerRecord, state_dir: Path) -> bool:
-        text = _read_text(state_dir / "exit")
-        if not text:
+    def _read_exit(self, record: ContainerRecord, files: ShimFiles) -> bool:
+        ended = files.exit()
+        if ended is None:
             return False
-        head, _, message = text.partition("\n")
-        code, sig, finished, reason = head.split(" ", 3)
-        record.exit_code, record.signal, record.finished_at = int(code), int(sig), int(finished)
-        record.reason, record.message, record.exited = reason, message, True
-        if record.signal == signal.SIGKILL and self._oom_killed(record):
+        record.exit_code, record.signal, record.finished_at = ended.code, ended.signal, ended.finished_at
+        record.reason, record.message, record.exited = ended.reason, ended.message, True
+        if record.signal == signal.SIGKILL and self._placement.oom_killed(record.cgroup):
             record.reason = "OOMKilled"
-        self._delete_cgroup(record)
+        self._placement.delete(record.cgroup, record.id)
         return True
-
-    def _oom_killed(self, record: ContainerRecord) -> bool:
-        if self._cgroups is None or not record.cgroup:
-            return False
-        try:
-            return self._cgroups.oom_kill_count(record.cgroup) > 0
-        except (OSError, Unavailable, InvalidInput):
-            return False
-
-    def _delete_cgroup(self, record: ContainerRecord) -> None:
-        if self._cgroups is None or not record.cgroup:
-            return
-        try:
-            self._cgroups.delete(record.cgroup)
-        except (OSError, Unavailable, InvalidInput, Conflict) as exc:
-            log.warning("cannot remove cgroup %s of container %s: %s", record.cgroup, record.id, exc)
 
     def _refresh(self, record: ContainerRecord) -> None:
         """Notice an exit: the shim's exit file, or (shim gone without one) a lost container."""
-        if record.exited or not record.started_at:
+        if not record.started_at:
+            self._settle_start(record)
             return
-        state_dir = self._state.container_dir(record.id)
-        if self._read_exit(record, state_dir):
+        if record.exited:
+            return
+        files = self._files(record)
+        if self._read_exit(record, files):
             self._state.save_container(record)
             return
         if self._alive(record, record.shim_pid) or self._alive(record, record.app_pid):
             return
-        if self._read_exit(record, state_dir):  # the shim finished between the two checks
+        if self._read_exit(record, files):  # the shim finished between the two checks
             self._state.save_container(record)
             return
         record.exited, record.exit_code, record.reason = True, 137, "ContainerStatusUnknown"
         record.message = "The container could not be located: its shim exited without recording an exit status"
         record.finished_at = self._now_ns()
-        self._delete_cgroup(record)
+        self._placement.delete(record.cgroup, record.id)
         self._state.save_container(record)
+
+    def _settle_start(self, record: ContainerRecord) -> bool:
+        """Decide a start that was begun and not seen through (start_requested, no started_at:
+        the agent that began it stopped); False while it is still under way: this agent is
+        launching it, or its shim runs and has recorded neither a start nor an exit yet."""
+        if _started(record) or not record.start_requested:
+            return True
+        if record.id in self._launching:
+            return False
+        files = self._files(record)
+        recorded = files.recorded()
+        if not recorded:
+            if files.shim_running():
+                return False
+            recorded = files.recorded()  # the shim finished between the two looks
+        what = f"container {record.id} ({record.config.name!r}): the agent stopped while starting it"
+        if recorded:
+            self._read_shim_files(record, files)
+            log.info("process runtime: %s; adopted the start its shim recorded", what)
+        elif files.ran():
+            self._placement.kill_all(record.cgroup)  # what the vanished shim may have forked
+            record.exited, record.exit_code, record.finished_at = True, START_ERROR_CODE, self._now_ns()
+            record.reason, record.message = LOST_START
+            self._placement.delete(record.cgroup, record.id)
+            log.warning("process runtime: %s; its shim ran and vanished without a word: %s", what, record.reason)
+        else:
+            record.start_requested = False  # no shim ever ran: the start is still to be made
+            log.info("process runtime: %s; no shim ever ran, it starts afresh", what)
+        self._state.save_container(record)
+        return True
+
+    async def _await_start(self, record: ContainerRecord) -> None:
+        """Wait until a start under way (this agent's, or one an agent before it began) is decided."""
+        deadline = time.monotonic() + START_WAIT_S
+        while not self._settle_start(record):
+            if time.monotonic() >= deadline:
+                raise Unavailable(f"container {record.config.name!r} is still starting after {START_WAIT_S:g}s "
+                                  "(its shim has recorded neither a start nor an exit)")
+            await asyncio.sleep(STOP_POLL_S)
 
     def _alive(self, record: ContainerRecord, pid: int) -> bool:
         return bool(pid) and procfs.start_ticks(pid) == record.start_ticks.get(str(pid), -1)
@@ -434,8 +422,8 @@ class ProcessRuntime:
                 return False
             await asyncio.sleep(STOP_POLL_S)
 
-    def _report_warnings(self, state_dir: Path) -> None:
-        warnings = _read_text(state_dir / "warnings").strip()
+    def _report_warnings(self, files: ShimFiles) -> None:
+        warnings = files.warnings()
         if warnings and not self._warned_oom:
             self._warned_oom = True
             log.warning("process runtime: %s (logged once)", warnings.splitlines()[0])
@@ -459,13 +447,6 @@ class ProcessRuntime:
         )
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text()
-    except FileNotFoundError:
-        return ""
-
-
-def _read_int(path: Path) -> int:
-    text = _read_text(path).strip()
-    return int(text) if text else 0
+def _started(record: ContainerRecord) -> bool:
+    """Whether the container's start was made: it ran, or it failed to start."""
+    return bool(record.started_at or record.exited)

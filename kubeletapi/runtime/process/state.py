@@ -2,8 +2,15 @@
 
 The state dir is the source of truth: the agent keeps no container state that is not also on
 disk, so a restarted agent (even after kill -9) re-adopts every container by reading it. The
-shim writes `shim.pid`, `started` and `exit` into the container's directory; the runtime writes
-`container.json` (its config and what it learned: pids, their start ticks, the exit reason).
+shim writes `shim.pid`, `started` and `exit` into the container's directory (shimfiles.py); the
+runtime writes `container.json` (its config and what it learned: pids, their start ticks, the
+exit reason, and that a start was begun).
+
+Every write survives a kill -9 at any instant: a record is replaced by rename, a record's
+directory appears by rename with its record already inside (so a directory without its record
+is never one), and a removal renames the directory out of the way first. What a crash can leave
+(a dot-named directory, or one without its record, as agents before this scheme could leave) is
+removed by load() with a line saying so.
 """
 
 from __future__ import annotations
@@ -11,11 +18,15 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kubeletapi.runtime.types import ContainerConfig, Mount, PodMeta, Resources, SandboxConfig
+
+SANDBOX_JSON = "sandbox.json"
+CONTAINER_JSON = "container.json"
 
 
 def new_id() -> str:
@@ -77,6 +88,9 @@ class ContainerRecord:
     reason: str = ""
     message: str = ""
     exited: bool = False
+    # A start was begun: a shim may run (or have run) in the container's directory, whatever
+    # started_at says. Written before the shim is launched (runtime.start_container).
+    start_requested: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -96,6 +110,14 @@ class ContainerRecord:
         return cls(**data)
 
 
+@dataclass
+class Loaded:
+    sandboxes: dict[str, SandboxRecord]
+    containers: dict[str, ContainerRecord]
+    problems: list[str]  # unreadable records, left on disk
+    removed: list[str]  # leftovers of a crash, removed
+
+
 class StateDir:
     """`<root>/sandboxes/<id>/sandbox.json` and `<root>/containers/<id>/container.json`."""
 
@@ -110,32 +132,71 @@ class StateDir:
         return self.containers / container_id
 
     def save_sandbox(self, record: SandboxRecord) -> None:
-        path = self.sandboxes / record.id
-        path.mkdir(exist_ok=True)
-        write_json(path / "sandbox.json", record.to_json())
+        _save(self.sandboxes, record.id, SANDBOX_JSON, record.to_json())
 
     def save_container(self, record: ContainerRecord) -> None:
-        path = self.container_dir(record.id)
-        path.mkdir(exist_ok=True)
-        write_json(path / "container.json", record.to_json())
+        _save(self.containers, record.id, CONTAINER_JSON, record.to_json())
 
-    def load(self) -> tuple[dict[str, SandboxRecord], dict[str, ContainerRecord], list[str]]:
-        """Every readable record, and a problem line for each unreadable one (left on disk)."""
-        problems: list[str] = []
-        sandboxes: dict[str, SandboxRecord] = {}
-        containers: dict[str, ContainerRecord] = {}
-        for kind, base, name, parse in (
-            ("sandbox", self.sandboxes, "sandbox.json", SandboxRecord.from_json),
-            ("container", self.containers, "container.json", ContainerRecord.from_json),
-        ):
+    def remove_sandbox(self, sandbox_id: str) -> None:
+        _remove(self.sandboxes, sandbox_id)
+
+    def remove_container(self, container_id: str) -> None:
+        _remove(self.containers, container_id)
+
+    def load(self) -> Loaded:
+        """Every readable record, a problem line for each unreadable one (left on disk), and a
+        line for each leftover of a crash (removed)."""
+        loaded = Loaded({}, {}, [], [])
+        for kind, base, name in (("sandbox", self.sandboxes, SANDBOX_JSON),
+                                 ("container", self.containers, CONTAINER_JSON)):
             for entry in sorted(base.iterdir()):
-                try:
-                    record = parse(json.loads((entry / name).read_text()))
-                except (OSError, ValueError, KeyError, TypeError) as exc:
-                    problems.append(f"{kind} state {entry}: {exc}")
+                if entry.name.startswith(".") or not (entry / name).exists():
+                    _delete(entry)
+                    why = "being written or removed" if entry.name.startswith(".") else f"has no {name}"
+                    loaded.removed.append(f"{kind} state {entry} ({why}: left by a crash)")
                     continue
-                if isinstance(record, SandboxRecord):
-                    sandboxes[record.id] = record
-                else:
-                    containers[record.id] = record
-        return sandboxes, containers, problems
+                try:
+                    raw = json.loads((entry / name).read_text())
+                    if kind == "sandbox":
+                        sandbox = SandboxRecord.from_json(raw)
+                        loaded.sandboxes[sandbox.id] = sandbox
+                    else:
+                        container = ContainerRecord.from_json(raw)
+                        loaded.containers[container.id] = container
+                except (OSError, ValueError, KeyError, TypeError) as exc:
+                    loaded.problems.append(f"{kind} state {entry}: {exc}")
+        return loaded
+
+
+
+def _save(base: Path, record_id: str, name: str, data: Any) -> None:
+    """Replace the record, or create its directory with the record inside by one rename."""
+    path = base / record_id
+    if path.is_dir():
+        write_json(path / name, data)
+        return
+    new = base / f".{record_id}.new"
+    _delete(new)
+    new.mkdir()
+    write_json(new / name, data)
+    os.rename(new, path)
+
+
+def _remove(base: Path, record_id: str) -> None:
+    """Rename the record's directory out of the way, then delete it: a crash in between leaves
+    a dot-named directory (load() removes it), never a record with half its files."""
+    path = base / record_id
+    gone = base / f".{record_id}.gone"
+    _delete(gone)
+    try:
+        os.rename(path, gone)
+    except FileNotFoundError:
+        return
+    _delete(gone)
+
+
+def _delete(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)

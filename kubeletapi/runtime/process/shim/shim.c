@@ -1,9 +1,10 @@
 /*
  * kubeletapi-shim: owns one container of kubeletapi's process runtime.
  *
- *   kubeletapi-shim run --state DIR [--log PATH] [--log-max-size BYTES] [--log-max-files N]
- *       [--cgroup DIR]... [--namespaces [--hostname NAME] [--bind SRC DST]... [--bind-ro SRC DST]...
- *       [--tmpfs DST]...] [--workdir DIR] [--stdin] [--tty] [--oom-score-adj N] -- ARGV...
+ *   kubeletapi-shim run --state DIR [--lock-fd FD] [--log PATH] [--log-max-size BYTES]
+ *       [--log-max-files N] [--cgroup DIR]... [--namespaces [--hostname NAME] [--bind SRC DST]...
+ *       [--bind-ro SRC DST]... [--tmpfs DST]...] [--workdir DIR] [--stdin] [--tty] [--oom-score-adj N]
+ *       -- ARGV...
  *   kubeletapi-shim exec [--pid PID] [--cgroup DIR]... [--workdir DIR] [--tty] -- ARGV...
  *
  * `run` forks a daemon that outlives the agent (like conmon or containerd-shim): it starts the
@@ -13,6 +14,13 @@
  * makes starting synchronous for the agent without the agent ever being the daemon's parent.
  *
  * State files written into --state DIR:
+ *   shim.lock  held (flock LOCK_EX) by the shim for as long as it runs: the invoker until it returns,
+ *              the daemon until it exits, never the container's processes. The caller may take it
+ *              first and hand it over with --lock-fd (an fd of that file it holds the lock on), so
+ *              that the lock is held without a gap from before the shim exists: whoever then finds
+ *              it free knows that no shim of this container runs, and none will unless it starts
+ *              one. A state dir runs one container once: `run` refuses a state dir whose lock is
+ *              held or that already holds shim.pid, started or exit.
  *   shim.pid   "<daemon pid>\n"
  *   started    "<app host pid> <init host pid or 0> <start unix ns>\n"
  *   exit       "<exit code> <signal> <finish unix ns> <Completed|Error|StartError>\n<message>"
@@ -40,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/signalfd.h>
@@ -317,6 +326,7 @@ struct mount_spec {
 
 struct run_opts {
     const char *state;
+    int lock_fd; /* --lock-fd, or -1 */
     const char *log;
     long long log_max_size;
     int log_max_files;
@@ -344,8 +354,8 @@ struct exec_opts {
 };
 
 static const char *usage_text =
-    "usage: " PROG " run --state DIR [--log PATH] [--log-max-size BYTES] [--log-max-files N]\n"
-    "           [--cgroup DIR]... [--namespaces [--hostname NAME] [--bind SRC DST]...\n"
+    "usage: " PROG " run --state DIR [--lock-fd FD] [--log PATH] [--log-max-size BYTES]\n"
+    "           [--log-max-files N] [--cgroup DIR]... [--namespaces [--hostname NAME] [--bind SRC DST]...\n"
     "           [--bind-ro SRC DST]... [--tmpfs DST]...] [--workdir DIR] [--stdin] [--tty]\n"
     "           [--oom-score-adj N] -- ARGV...\n"
     "       " PROG " exec [--pid PID] [--cgroup DIR]... [--workdir DIR] [--tty] -- ARGV...\n";
@@ -391,6 +401,8 @@ static bool parse_run_option(struct run_opts *o, int argc, char **argv, int *i)
         return false;
     if (!strcmp(a, "--state"))
         o->state = need_value("run", argc, argv, i);
+    else if (!strcmp(a, "--lock-fd"))
+        o->lock_fd = (int)parse_number("run", a, need_value("run", argc, argv, i), 3, INT_MAX);
     else if (!strcmp(a, "--log"))
         o->log = need_value("run", argc, argv, i);
     else if (!strcmp(a, "--log-max-size"))
@@ -429,7 +441,7 @@ static bool parse_run_option(struct run_opts *o, int argc, char **argv, int *i)
 static void parse_run(int argc, char **argv, struct run_opts *o)
 {
     struct stat st;
-    *o = (struct run_opts){.log_max_size = 10485760, .log_max_files = 5};
+    *o = (struct run_opts){.lock_fd = -1, .log_max_size = 10485760, .log_max_files = 5};
     /* Each repeatable option uses at least one word, so argc bounds their counts. */
     o->cgroups = calloc((size_t)argc, sizeof *o->cgroups);
     o->mounts = calloc((size_t)argc, sizeof *o->mounts);
@@ -979,6 +991,7 @@ struct daemon {
     const struct run_opts *o;
     int state_fd;
     int ready_fd;  /* tells the invoking process that `started` or `exit` exists */
+    int lock_fd;   /* holds the flock on shim.lock until the daemon exits */
     int sig_fd;    /* signalfd for SIGCHLD */
     int chan;      /* daemon end of the start channel */
     int status_fd; /* read end: the init reports the app's wait status (--namespaces) */
@@ -1000,6 +1013,7 @@ static void close_daemon_fds(struct daemon *d)
 {
     close_fd(&d->state_fd);
     close_fd(&d->ready_fd);
+    close_fd(&d->lock_fd);
     close_fd(&d->sig_fd);
     close_fd(&d->chan);
     close_fd(&d->status_fd);
@@ -1326,17 +1340,18 @@ static int supervise(struct daemon *d)
     return container_status(d, status);
 }
 
-/* Keep only stdio and the ready pipe (moved to fd 3): fds the agent leaked into the invoker
- * (its own pipes, sockets) must not be held open for the container's lifetime. */
-static int isolate_fds(int ready_fd)
+/* Keep only stdio, the ready pipe (moved to fd 3) and the lock (fd 4): fds the agent leaked into
+ * the invoker (its own pipes, sockets) must not be held open for the container's lifetime. */
+static int isolate_fds(struct daemon *d)
 {
-    if (ready_fd != 3) {
-        if (dup3(ready_fd, 3, O_CLOEXEC) < 0)
-            return -1;
-        close(ready_fd);
-    }
-    close_range(4, ~0U, 0);
-    return 3;
+    /* Copies above 4 first: either fd may sit on 3 or 4, where the other one goes. */
+    int ready = fcntl(d->ready_fd, F_DUPFD_CLOEXEC, 5), lock = fcntl(d->lock_fd, F_DUPFD_CLOEXEC, 5);
+    if (ready < 0 || lock < 0 || dup3(ready, 3, O_CLOEXEC) < 0 || dup3(lock, 4, O_CLOEXEC) < 0)
+        return -1;
+    close_range(5, ~0U, 0);
+    d->ready_fd = 3;
+    d->lock_fd = 4;
+    return 0;
 }
 
 static int redirect_stdio(const char *state)
@@ -1368,8 +1383,7 @@ static void daemon_setup(struct daemon *d)
 {
     sigset_t set;
     setsid();
-    d->ready_fd = isolate_fds(d->ready_fd);
-    if (d->ready_fd < 0 || redirect_stdio(d->o->state) < 0)
+    if (isolate_fds(d) < 0 || redirect_stdio(d->o->state) < 0)
         exit(1);
     d->state_fd = open(d->o->state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (d->state_fd < 0) {
@@ -1388,13 +1402,14 @@ static void daemon_setup(struct daemon *d)
     }
 }
 
-static _Noreturn void daemon_main(const struct run_opts *o, int ready_fd)
+static _Noreturn void daemon_main(const struct run_opts *o, int ready_fd, int lock_fd)
 {
     static struct daemon d; /* static: the stream buffers are too big for the stack */
     struct child_io io = {-1, -1, -1};
     char msg[MSG_MAX];
     d.o = o;
     d.ready_fd = ready_fd;
+    d.lock_fd = lock_fd;
     d.state_fd = d.sig_fd = d.chan = d.status_fd = d.fifo_fd = d.resize_fd = -1;
     d.out.name = "stdout";
     d.err.name = "stderr";
@@ -1425,12 +1440,53 @@ static _Noreturn void daemon_main(const struct run_opts *o, int ready_fd)
     record_exit(&d, supervise(&d));
 }
 
+static _Noreturn void run_refused(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static _Noreturn void run_refused(const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, PROG " run: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(1);
+}
+
+/* Take (or, with --lock-fd, confirm) the lock of the state dir and make sure the dir never ran a
+ * container: see shim.lock above. Returns the locked fd, close-on-exec. */
+static int lock_state(const struct run_opts *o)
+{
+    static const char *const used[] = {"shim.pid", "started", "exit"};
+    char path[PATH_MAX];
+    int fd = o->lock_fd;
+    if (fd < 0) {
+        snprintf(path, sizeof path, "%s/shim.lock", o->state);
+        if ((fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0640)) < 0)
+            run_refused("open %s: %s", path, strerror(errno));
+    } else if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+        run_refused("--lock-fd %d: %s", fd, strerror(errno));
+    /* On the caller's fd this succeeds: its open file already holds the lock. */
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        if (errno == EWOULDBLOCK)
+            run_refused("--state %s: another shim holds its lock (its container runs)", o->state);
+        run_refused("--state %s: lock shim.lock: %s", o->state, strerror(errno));
+    }
+    for (size_t i = 0; i < sizeof used / sizeof used[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", o->state, used[i]);
+        if (access(path, F_OK) == 0)
+            run_refused("--state %s already ran a container (%s exists): a state dir is used once", o->state,
+                        used[i]);
+    }
+    return fd;
+}
+
 static int cmd_run(int argc, char **argv)
 {
     struct run_opts o;
     int ready[2];
     char c;
     parse_run(argc, argv, &o);
+    int lock = lock_state(&o);
     if (pipe2(ready, O_CLOEXEC) < 0) {
         perror(PROG " run: pipe");
         return 1;
@@ -1442,7 +1498,7 @@ static int cmd_run(int argc, char **argv)
     }
     if (pid == 0) {
         close(ready[0]);
-        daemon_main(&o, ready[1]);
+        daemon_main(&o, ready[1], lock);
     }
     close(ready[1]);
     ssize_t n;
