@@ -31,7 +31,7 @@ from benchkit import Client, agent_args, pct, purge, stop_pods, wait
 from results_md import update_section
 from stats_bench import PODS, manifest, running_containers, start_pods
 
-SECTION = "Reliability (issue 13)"
+SECTION = "Reliability (issue 13): hostile input"
 BIG = 10_000
 
 

@@ -29,7 +29,7 @@ from kubeletapi.cli import configuration
 from kubeletapi.clock import Clock
 from kubeletapi.kubelet import Kubelet
 from kubeletapi.runtime.streaming import STDOUT, StreamSession
-from tests.cri.cleanup import remove_cgroup_root
+from tests.cri.cleanup import cgroup_pids, remove_cgroup_root
 
 LOOPBACK = "127.0.0.1"
 
@@ -148,11 +148,16 @@ def purge(args: Sequence[str]) -> None:
     Containers outlive the agent by design, so a test that started pods must clean up itself.
     """
     root = Path(args[args.index("--root-dir") + 1])
-    pids: list[int] = []
+    pids: set[int] = set()
     for state in (root / "runtime" / "process" / "containers").glob("*/container.json"):
         with contextlib.suppress(OSError, ValueError):
             record = json.loads(state.read_text())
-            pids += [p for p in (record.get("init_pid"), record.get("app_pid"), record.get("shim_pid")) if p]
+            pids |= {p for p in (record.get("init_pid"), record.get("app_pid"), record.get("shim_pid")) if p}
+    isolated = "--cgroup-root" in args and os.geteuid() == 0
+    if isolated:
+        # Also whatever the records do not name: a container whose start an agent stopped
+        # mid-way (cancelled, killed) runs in its cgroup, unknown to its record.
+        pids |= cgroup_pids(args[args.index("--cgroup-root") + 1])
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
@@ -162,7 +167,7 @@ def purge(args: Sequence[str]) -> None:
     for mount in sorted((root / "pods").glob("*/volumes/*/*"), reverse=True):
         if os.path.ismount(mount):
             subprocess.run(["umount", "-l", str(mount)], check=False)
-    if "--cgroup-root" in args and os.geteuid() == 0:
+    if isolated:
         remove_cgroup_root(args[args.index("--cgroup-root") + 1])
 
 

@@ -56,6 +56,18 @@ def remove_cgroup_root(cgroup_root: str) -> None:
                     Path(dirpath).rmdir()
 
 
+def cgroup_pids(cgroup_root: str) -> set[int]:
+    """Every process in `cgroup_root` or below, in any hierarchy."""
+    pids: set[int] = set()
+    for mount in detect().mount_points:
+        base = mount / cgroup_root.strip("/")
+        if base.is_dir():
+            for procs in base.rglob("cgroup.procs"):
+                with contextlib.suppress(OSError, ValueError):
+                    pids |= {int(line) for line in procs.read_text().split()}
+    return pids - {0, 1, os.getpid()}
+
+
 def purge_cri(endpoint: str, agent_args: Sequence[str] = ()) -> None:
     """Every pod of the runtime gone, and the agent's cgroup root (if its flags name one)."""
     asyncio.run(remove_all_sandboxes(endpoint))
