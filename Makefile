@@ -6,7 +6,8 @@ BIN := $(VENV)/bin
 # Debian packages the test suite and benchmarks need (installed only when running as root).
 # prometheus (promtool and a real scraper for the tests), prometheus-node-exporter (the bench peer);
 # containerd, runc and the CNI plugins (the CRI runtime under the contract suite), busybox-static and
-# umoci (its images, built locally: no registry); later issues add influxdb here: this is the one list.
+# umoci (its images, built locally: no registry); influxdb (the sink's end-to-end tests) and
+# docker-compose (the compose file's checks): this is the one list.
 DEB_PACKAGES := wrk curl prometheus prometheus-node-exporter containerd runc containernetworking-plugins busybox-static umoci influxdb docker-compose
 
 .PHONY: all venv deb run test lint typecheck importlint pytest openapi proto bench clean
