@@ -14,7 +14,7 @@ DEB_PACKAGES := wrk curl prometheus prometheus-node-exporter containerd runc con
 
 all: test
 
-$(BIN)/.installed: pyproject.toml kubeletapi/runtime/process/shim/shim.c
+$(BIN)/.installed: pyproject.toml kubeletapi/__init__.py kubeletapi/runtime/process/shim/shim.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
