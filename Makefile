@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 # docker-compose (the compose file's checks): this is the one list.
 DEB_PACKAGES := wrk curl prometheus prometheus-node-exporter containerd runc containernetworking-plugins busybox-static umoci influxdb docker-compose
 
-.PHONY: all venv deb run test lint typecheck importlint pytest openapi proto bench clean
+.PHONY: all venv deb run test test-fast lint typecheck importlint pytest openapi proto bench clean
 
 all: test
 
@@ -52,6 +52,13 @@ pytest: venv deb
 	$(BIN)/pytest --cov=kubeletapi --cov-report=term-missing:skip-covered
 
 test: venv deb lint typecheck importlint pytest
+
+# The edit loop: the unit and server tests, without e2e, CRI and ecosystem tests or anything marked
+# slow, in 4 worker processes (most of these tests wait on sockets, processes and timers, so more
+# workers than this machine's 2 cores still pay). `make test` stays the whole suite CI runs.
+FAST_TESTS := -m "not e2e and not cri and not slow" --ignore=tests/e2e --ignore=tests/cri --ignore=tests/ecosystem
+test-fast: venv
+	$(BIN)/pytest -n 4 --dist worksteal $(FAST_TESTS)
 
 openapi: venv
 	$(BIN)/python -m kubeletapi.openapi_doc > openapi/kubeletapi.json
