@@ -42,8 +42,22 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.copy2(REPO / name, src / name)
     shutil.copytree(REPO / "kubeletapi", src / "kubeletapi", ignore=shutil.ignore_patterns("__pycache__"))
     out = tmp_path_factory.mktemp("dist")
-    run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-         "--no-index", "--wheel-dir", str(out), str(src)], cwd=src)
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--wheel-dir",
+            str(out),
+            str(src),
+        ],
+        cwd=src,
+    )
     (built,) = out.glob("kubeletapi-*.whl")
     return built
 
@@ -61,16 +75,36 @@ def test_an_installed_wheel_builds_its_shim_and_runs(wheel: Path, tmp_path: Path
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=False)
     python = env_dir / "bin" / "python"
-    site = Path(run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], cwd=tmp_path)
-                .strip())
+    site = Path(
+        run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], cwd=tmp_path).strip()
+    )
     (site / "deps.pth").write_text(sysconfig.get_path("purelib") + "\n")
-    run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps", "--no-index",
-         str(wheel)], cwd=tmp_path)
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            str(wheel),
+        ],
+        cwd=tmp_path,
+    )
 
     # -I: neither the working directory nor PYTHONPATH can put the repository's package first.
-    where = run([str(python), "-I", "-c",
-                 "import importlib.metadata as m, kubeletapi; print(kubeletapi.__file__); "
-                 "print(m.version('kubeletapi'))"], cwd=tmp_path).split()
+    where = run(
+        [
+            str(python),
+            "-I",
+            "-c",
+            "import importlib.metadata as m, kubeletapi; print(kubeletapi.__file__); print(m.version('kubeletapi'))",
+        ],
+        cwd=tmp_path,
+    ).split()
     assert Path(where[0]).is_relative_to(site)
     assert where[1] == kubeletapi.__version__
     assert (site / SHIM_SOURCE).is_file()
