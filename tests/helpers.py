@@ -7,6 +7,7 @@ import contextlib
 import datetime as dt
 import json
 import os
+import random
 import signal
 import socket
 import ssl
@@ -34,15 +35,36 @@ from tests.cri.cleanup import remove_cgroup_root
 LOOPBACK = "127.0.0.1"
 
 
-def free_ports(count: int) -> list[int]:
-    """`count` distinct free loopback ports (all probes held open at once, so none repeats)."""
-    socks = [socket.socket() for _ in range(count)]
+def _ephemeral_low() -> int:
     try:
-        for sock in socks:
-            sock.bind((LOOPBACK, 0))
-        return [int(s.getsockname()[1]) for s in socks]
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+_PICKER = random.Random()  # spreading ports, not security
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free loopback ports, below the kernel's ephemeral range: a port the kernel
+    hands out with bind(0) may be taken as the source port of any outgoing connection before the
+    agent binds it (seen under load), one below that range only by a server binding it."""
+    picked: list[int] = []
+    held: list[socket.socket] = []
+    try:
+        while len(picked) < count:
+            port = _PICKER.randrange(10000, _ephemeral_low())
+            sock = socket.socket()
+            try:
+                sock.bind((LOOPBACK, port))
+            except OSError:
+                sock.close()
+                continue
+            held.append(sock)
+            picked.append(port)
+        return picked
     finally:
-        for sock in socks:
+        for sock in held:
             sock.close()
 
 
