@@ -7,7 +7,6 @@ TLS versions), on a real agent."""
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 import ssl
 from collections.abc import Callable
@@ -15,12 +14,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-import websockets
-from websockets.exceptions import InvalidStatus
-from websockets.sync.client import connect
 
 from tests.fakehost import FakeNode
 from tests.helpers import Agent, Listening, client_cert, load_ca, make_ca, tls_client_context
+from tests.streaming.wsclient import refused
 
 
 def test_admin_client_certificate(agent: Agent) -> None:
@@ -126,32 +123,15 @@ def test_anonymous_is_authorized_as_system_anonymous(start_node: Callable[..., F
     assert response.text == "Forbidden (user=system:anonymous, verb=get, resource=nodes, subresource(s)=[metrics])\n"
 
 
-def ws_token_protocol(token: str) -> str:
-    return "base64url.bearer.authorization.k8s.io." + base64.urlsafe_b64encode(token.encode()).decode().rstrip("=")
-
-
-def ws_connect(node: Listening, protocols: list[str]):  # type: ignore[no-untyped-def]
-    ctx = tls_client_context(node.certs / "ca.crt")
-    return connect(
-        f"wss://127.0.0.1:{node.port('secure')}/healthz", ssl=ctx,
-        subprotocols=protocols,  # type: ignore[arg-type]
-        open_timeout=5,
-    )
-
-
 def test_websocket_subprotocol_token(node: FakeNode) -> None:
     # /healthz has no WebSocket handler: an authenticated, authorized handshake reaches routing
     # and is refused there with 403 and an empty body, unlike the 401 of a bad token below.
-    with pytest.raises(InvalidStatus) as ok:
-        ws_connect(node, ["v4.channel.k8s.io", ws_token_protocol(node.token())])
-    assert ok.value.response.status_code == 403
-    assert b"Forbidden" not in ok.value.response.body
-    with pytest.raises(InvalidStatus) as bad:
-        ws_connect(node, ["v4.channel.k8s.io", ws_token_protocol("wrong")])
-    assert (bad.value.response.status_code, bad.value.response.body) == (401, b"Unauthorized")
-    with pytest.raises(InvalidStatus) as alone:
-        ws_connect(node, [ws_token_protocol(node.token())])
-    assert alone.value.response.status_code == 401
+    status, body = refused(node, "/healthz", cert=None, token=node.token())
+    assert status == 403
+    assert b"Forbidden" not in body
+    assert refused(node, "/healthz", cert=None, token="wrong") == (401, b"Unauthorized")
+    alone, _ = refused(node, "/healthz", subprotocols=(), cert=None, token=node.token())
+    assert alone == 401
 
 
 @pytest.mark.filterwarnings("ignore:ssl.TLSVersion.TLSv1_1 is deprecated:DeprecationWarning")
@@ -169,9 +149,6 @@ def test_serving_certificate_has_ip_sans(agent: Agent) -> None:
     with httpx.Client(verify=ctx) as client:
         assert client.get(f"https://127.0.0.1:{agent.kubelet.port('secure')}/healthz").status_code == 200
         assert client.get(f"https://localhost:{agent.kubelet.port('secure')}/healthz").status_code == 200
-
-
-__all__ = ["websockets"]
 
 
 def test_client_ca_file_replaces_the_generated_ca(start_agent: Callable[..., Agent], tmp_path: Path) -> None:
