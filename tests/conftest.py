@@ -69,3 +69,12 @@ def start_node(tmp_path: Path) -> Iterator[Callable[..., FakeNode]]:
 def node(start_node: Callable[..., FakeNode]) -> FakeNode:
     """A default fake node: AlwaysAllow, generated PKI, read-only port on, no pods."""
     return start_node()
+
+
+@pytest.fixture(scope="module")
+def shared_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeNode]:
+    """A default fake node shared by a module's tests: for tests that only send requests and read
+    the answers (nothing they count, change or log depends on an earlier test)."""
+    node = FakeNode(agent_args(tmp_path_factory.mktemp("node")))
+    yield node
+    node.close()

@@ -20,6 +20,12 @@ from tests.helpers import Agent, Listening, client_cert, load_ca, make_ca, tls_c
 from tests.streaming.wsclient import refused
 
 
+@pytest.fixture
+def node(shared_node: FakeNode) -> FakeNode:
+    """The tests here only send requests and read the answers: they share one node."""
+    return shared_node
+
+
 def test_admin_client_certificate(agent: Agent) -> None:
     with agent.admin() as client:
         response = client.get(agent.url(path="/healthz"))

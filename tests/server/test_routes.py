@@ -6,7 +6,8 @@ are the agent's own, and no pods or runtime are started."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from kubeletapi.server.app import api
 from kubeletapi.server.authz import subresources_for_path
 from kubeletapi.server.routing import route_subresources
 from tests.fakehost import FakeHost, FakeNode
-from tests.helpers import http_sample
+from tests.helpers import agent_args, http_sample
 
 
 def sample_path(route: Route) -> str:
@@ -57,17 +58,35 @@ def secure_routes() -> list[Route]:
     return [r for r in api(FakeHost(), "secure", True).routes if isinstance(r, Route)]
 
 
+@pytest.fixture(scope="module")
+def scoped_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], FakeNode]]:
+    """The node on which the user `scoped` (token scoped-token) may do anything with nodes/<sub>
+    and nothing else: one per subresource, shared by the tests here (they only send requests)."""
+    tmp = tmp_path_factory.mktemp("scoped")
+    tokens = tmp / "tokens.csv"
+    tokens.write_text("scoped-token,scoped,1\n")
+    nodes: dict[str, FakeNode] = {}
+
+    def node_for(sub: str) -> FakeNode:
+        if sub not in nodes:
+            rbac = tmp / f"rbac-{sub}.yaml"
+            rbac.write_text(RBAC_TEMPLATE.format(sub=sub))
+            flags = ("--token-auth-file", str(tokens), "--authorization-rbac-file", str(rbac))
+            nodes[sub] = FakeNode(agent_args(tmp, *flags, read_only=False, healthz=False))
+        return nodes[sub]
+
+    yield node_for
+    with ThreadPoolExecutor() as pool:  # each takes ~0.2 s (uvicorn's shutdown), all at once
+        list(pool.map(FakeNode.close, nodes.values()))
+
+
 @pytest.mark.parametrize("route", secure_routes(), ids=lambda r: r.path)
-def test_route_is_enforced_live(start_node: Callable[..., FakeNode], tmp_path: Path, route: Route) -> None:
+def test_route_is_enforced_live(scoped_node: Callable[[str], FakeNode], route: Route) -> None:
     """A user allowed only the route's first subresource gets through; one allowed everything
     else except the route's subresources gets the kubelet's 403 naming all of them."""
     declared = route_subresources(route)
     assert declared
-    tokens = tmp_path / "tokens.csv"
-    tokens.write_text("scoped-token,scoped,1\n")
-    rbac = tmp_path / "rbac.yaml"
-    rbac.write_text(RBAC_TEMPLATE.format(sub=declared[0]))
-    node = start_node("--token-auth-file", str(tokens), "--authorization-rbac-file", str(rbac))
+    node = scoped_node(declared[0])
     method = sorted(route.methods or {"GET"})[0]
     method = "GET" if "GET" in (route.methods or ()) else method
     path = sample_path(route)
@@ -75,8 +94,7 @@ def test_route_is_enforced_live(start_node: Callable[..., FakeNode], tmp_path: P
         allowed = client.request(method, node.url(path=path))
     assert allowed.status_code not in (401, 403), allowed.text
     other = "stats" if declared[0] != "stats" else "log"
-    rbac.write_text(RBAC_TEMPLATE.format(sub=other))
-    node2 = start_node("--token-auth-file", str(tokens), "--authorization-rbac-file", str(rbac))
+    node2 = scoped_node(other)
     with node2.client(token="scoped-token") as client:
         denied = client.request(method, node2.url(path=path))
     verb = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method, "")

@@ -27,6 +27,12 @@ READ_ONLY_ROUTES = {
 }
 
 
+@pytest.fixture
+def node(shared_node: FakeNode) -> FakeNode:
+    """The tests here only send requests and read the answers: they share one node."""
+    return shared_node
+
+
 def test_read_only_route_set_is_pinned() -> None:
     paths = {r.path for r in api(FakeHost(), "readonly").routes if isinstance(r, Route)}
     assert paths == READ_ONLY_ROUTES

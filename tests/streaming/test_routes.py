@@ -18,6 +18,12 @@ NO_STREAMS = "you must specify at least 1 of stdin, stdout, stderr"
 NO_POD = "pod does not exist"
 
 
+@pytest.fixture
+def node(shared_node: FakeNode) -> FakeNode:
+    """The tests here only send requests and read the answers: they share one node."""
+    return shared_node
+
+
 @pytest.mark.parametrize(
     ("path", "status", "body"),
     [
