@@ -1,5 +1,6 @@
 """FakeHost: the Host protocol (kubeletapi/server/host.py) with every answer a function field, and
-FakeNode: the HTTP layer of an agent serving a FakeHost on real loopback sockets.
+FakeNode: the HTTP layer of an agent serving a FakeHost on real loopback sockets (asgi_client: the
+same app called in-process, for what routes answer).
 
 A test overrides exactly what it needs, `FakeHost(container_logs=araises(NotFound("...")))`; the
 defaults answer as an agent with no pods does. FakeNode parses the agent's flags and wires TLS,
@@ -17,7 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+import httpx
 from prometheus_client import CollectorRegistry
+from starlette.types import ASGIApp
 
 from kubeletapi import nodeinfo
 from kubeletapi.cli import configuration
@@ -28,8 +31,10 @@ from kubeletapi.kubelet.security import SecurityWiring, tls_files
 from kubeletapi.metrics.kubelet import KubeletMetrics
 from kubeletapi.metrics.spec import new_registry
 from kubeletapi.runtime.logoptions import PodLogOptions
-from kubeletapi.server.app import create_app, create_healthz_app
+from kubeletapi.server.app import Role, create_app, create_healthz_app
 from kubeletapi.server.auth import Security
+from kubeletapi.server.authn import RequestAuthenticator
+from kubeletapi.server.authz import AlwaysAllow
 from kubeletapi.server.host import Host
 from kubeletapi.server.listeners import Listener, ListenerSpec
 from kubeletapi.server.tls import server_context
@@ -133,6 +138,41 @@ class FakeHost:
 
 
 _: Host = FakeHost()  # mypy checks that FakeHost is a Host
+
+
+class AsgiClient:
+    """Requests to an ASGI app called in-process (httpx's ASGI transport), from synchronous tests."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._client = httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url=f"http://{NODE_NAME}")
+
+    def request(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+        return self._loop.run_until_complete(self._client.request(method, url, **kwargs))
+
+    def get(self, url: str, **kwargs: Any) -> httpx.Response:
+        return self.request("GET", url, **kwargs)
+
+    def post(self, url: str, **kwargs: Any) -> httpx.Response:
+        return self.request("POST", url, **kwargs)
+
+    def close(self) -> None:
+        self._loop.run_until_complete(self._client.aclose())
+        self._loop.close()
+
+    def __enter__(self) -> AsgiClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def asgi_client(host: FakeHost, role: Role = "secure", debugging_handlers: bool = True) -> AsgiClient:
+    """A listener's app around `host`, called in-process (no socket, TLS or uvicorn), every request
+    anonymous and allowed: for what the routes answer. Use it as a context manager."""
+    metrics = KubeletMetrics(host.metrics_registry("metrics"), host.node_name, lambda: math.inf)
+    security = Security(RequestAuthenticator(None, [], anonymous=True), AlwaysAllow(), host.node_name)
+    return AsgiClient(create_app(host, role, metrics, security, debugging_handlers))
 
 
 class FakeNode(Listening):
