@@ -1,6 +1,7 @@
 """Webhook mode against an HTTPS API-server test double: TokenReview, SubjectAccessReview, caches.
 
-The webhooks are wired from the flags by the agent's own code, around a FakeHost (tests.fakehost)."""
+The webhooks are wired from the flags by the agent's own code, around a FakeHost (tests.fakehost);
+the caches' expiry runs on a real agent, whose clock they must follow."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from kubeletapi.clock import FakeClock
 from tests.apiserver_double import APIServerDouble
 from tests.fakehost import FakeNode
+from tests.helpers import Agent
 
 
 @pytest.fixture
@@ -34,6 +36,11 @@ def clock() -> FakeClock:
 def webhook_node(start_node: Callable[..., FakeNode], apiserver: APIServerDouble, clock: FakeClock) -> FakeNode:
     # With --kubeconfig the v1beta1 defaults apply: webhook authentication and Webhook authorization.
     return start_node("--kubeconfig", str(apiserver.kubeconfig), clock=clock)
+
+
+@pytest.fixture
+def webhook_agent(start_agent: Callable[..., Agent], apiserver: APIServerDouble, clock: FakeClock) -> Agent:
+    return start_agent("--kubeconfig", str(apiserver.kubeconfig), clock=clock)
 
 
 def test_token_review_and_subject_access_review(webhook_node: FakeNode, apiserver: APIServerDouble) -> None:
@@ -73,11 +80,11 @@ def test_unknown_token(webhook_node: FakeNode, apiserver: APIServerDouble) -> No
 
 
 def test_caches_follow_the_configured_ttls(
-    webhook_node: FakeNode, apiserver: APIServerDouble, clock: FakeClock
+    webhook_agent: Agent, apiserver: APIServerDouble, clock: FakeClock
 ) -> None:
     def get(path: str) -> int:
-        with webhook_node.client(token="alice-token") as client:
-            return client.get(webhook_node.url(path=path)).status_code
+        with webhook_agent.client(token="alice-token") as client:
+            return client.get(webhook_agent.url(path=path)).status_code
 
     def counts() -> tuple[int, int]:
         kinds = apiserver.kinds()
