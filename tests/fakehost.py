@@ -128,9 +128,7 @@ class FakeHost:
     pod_list: Callable[[], Mapping[str, Any]] = lambda: EMPTY_POD_LIST
     running_pods: Callable[[], Mapping[str, Any]] = lambda: EMPTY_POD_LIST
     manifests: Callable[[], Mapping[str, Any]] = lambda: {"items": []}
-    container_logs: Callable[
-        [str, str, str, PodLogOptions], Coroutine[Any, Any, AsyncIterator[bytes]]
-    ] = _logs
+    container_logs: Callable[[str, str, str, PodLogOptions], Coroutine[Any, Any, AsyncIterator[bytes]]] = _logs
     run_in_container: Callable[[str, str, str | None, str, Sequence[str]], Coroutine[Any, Any, bytes]] = _run
     container_streams: Callable[[str, str, str | None, str], Coroutine[Any, Any, ContainerStreams]] = _streams
     pod_ports: Callable[[str, str, str | None], Coroutine[Any, Any, PodPorts]] = _ports
