@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -105,7 +106,38 @@ class LoopThread:
         self.loop.close()
 
 
-class Agent:
+class Listening(ABC):
+    """Listeners on loopback (secure, read-only, healthz) and clients for them, whatever serves
+    them: a whole agent (Agent) or the HTTP layer alone around a FakeHost (tests.fakehost)."""
+
+    @property
+    @abstractmethod
+    def certs(self) -> Path:
+        """The --cert-dir holding the generated node CA, admin certificate and tokens.csv."""
+
+    @abstractmethod
+    def port(self, listener: str) -> int:
+        """The bound port of a listener ("secure", "read-only" or "healthz")."""
+
+    def url(self, listener: str = "secure", path: str = "/") -> str:
+        scheme = "https" if listener == "secure" else "http"
+        return f"{scheme}://{LOOPBACK}:{self.port(listener)}{path}"
+
+    def token(self) -> str:
+        return (self.certs / "tokens.csv").read_text().split(",", 1)[0]
+
+    def client(self, cert: tuple[Path, Path] | None = None, token: str | None = None) -> httpx.Client:
+        """An HTTPS client trusting the node CA, with an optional client cert or token."""
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(
+            verify=tls_client_context(self.certs / "ca.crt", cert), headers=headers, timeout=10
+        )
+
+    def admin(self) -> httpx.Client:
+        return self.client(cert=(self.certs / "admin.crt", self.certs / "admin.key"))
+
+
+class Agent(Listening):
     """A Kubelet built from command-line flags (the real parsing path), run in-process."""
 
     def __init__(self, args: Sequence[str], clock: Clock | None = None) -> None:
@@ -123,26 +155,12 @@ class Agent:
     def certs(self) -> Path:
         return self.kubelet.opts.effective_cert_dir
 
+    def port(self, listener: str) -> int:
+        return self.kubelet.port(listener)
+
     def run(self, coro: object, timeout: float = 30) -> object:
         """Run a coroutine on the agent's loop (e.g. a housekeeping cycle now)."""
         return self._loop.run(coro, timeout)
-
-    def url(self, listener: str = "secure", path: str = "/") -> str:
-        scheme = "https" if listener == "secure" else "http"
-        return f"{scheme}://{LOOPBACK}:{self.kubelet.port(listener)}{path}"
-
-    def token(self) -> str:
-        return (self.certs / "tokens.csv").read_text().split(",", 1)[0]
-
-    def client(self, cert: tuple[Path, Path] | None = None, token: str | None = None) -> httpx.Client:
-        """An HTTPS client trusting the node CA, with an optional client cert or token."""
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.Client(
-            verify=tls_client_context(self.certs / "ca.crt", cert), headers=headers, timeout=10
-        )
-
-    def admin(self) -> httpx.Client:
-        return self.client(cert=(self.certs / "admin.crt", self.certs / "admin.key"))
 
     def close(self) -> None:
         try:
