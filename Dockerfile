@@ -23,12 +23,16 @@ RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml
     && pip install -r /tmp/requirements.txt \
     && rm /tmp/requirements.txt
 
-# The package itself, installed in place (editable): the shim is built from its source file,
-# kubeletapi/runtime/process/shim/shim.c, which the wheel does not carry. Prebuilding it here
-# (into .../shim/bin, named after the source's hash) keeps the first pod start fast.
-COPY README.md ./
-COPY kubeletapi ./kubeletapi
-RUN pip install --no-deps -e . \
+# The package itself, a normal (wheel) install: the wheel carries the shim's source,
+# kubeletapi/runtime/process/shim/shim.c. The source tree is staged outside the working directory
+# and removed once installed, so nothing but the installed package can be imported. Prebuilding
+# the shim here (into the installed package's shim/bin, named after the source's hash) keeps the
+# first pod start fast.
+COPY README.md LICENSE /tmp/kubeletapi-src/
+COPY kubeletapi /tmp/kubeletapi-src/kubeletapi
+RUN cp pyproject.toml /tmp/kubeletapi-src/ \
+    && pip install --no-deps /tmp/kubeletapi-src \
+    && rm -rf /tmp/kubeletapi-src \
     && python -m kubeletapi.runtime.process.shimbuild \
     && kubeletapi --version
 

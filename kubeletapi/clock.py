@@ -40,13 +40,16 @@ class FakeClock:
     """A clock that only moves when a test calls advance().
 
     sleep() returns once the fake time has passed its deadline; it polls, so advance() may be
-    called from another thread (a test driving an agent that runs on its own loop).
+    called from another thread (a test driving an agent that runs on its own loop). A sleep's
+    deadline is set when it starts: a test that must move time past a sleep waits until
+    `sleepers` says the sleep has begun, then advances.
     """
 
     def __init__(self, start: float | None = None) -> None:
         # Starts at the real time: certificates made with it must also pass real TLS handshakes.
         self._wall = time.time() if start is None else start
         self._mono = 1000.0
+        self.sleepers = 0  # sleeps in progress
 
     def now(self) -> float:
         return self._wall
@@ -60,5 +63,9 @@ class FakeClock:
 
     async def sleep(self, seconds: float) -> None:
         deadline = self._mono + seconds
-        while self._mono < deadline:  # noqa: ASYNC110 - polled: advance() may come from another thread
-            await asyncio.sleep(0.005)
+        self.sleepers += 1
+        try:
+            while self._mono < deadline:  # noqa: ASYNC110 - polled: advance() may come from another thread
+                await asyncio.sleep(0.005)
+        finally:
+            self.sleepers -= 1

@@ -39,7 +39,8 @@ class APIServerDouble:
             self.kubeconfig, "double", f"https://127.0.0.1:{self.port}", pki.ca_crt.read_bytes(),
             pki.admin_crt.read_bytes(), pki.admin_key.read_bytes(),
         )
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # close() waits for serve_forever to notice, up to one poll interval (0.5 s by default)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
         self._thread.start()
 
     def kinds(self) -> list[str]:

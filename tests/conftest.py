@@ -1,4 +1,4 @@
-"""Shared fixtures: agents are closed (and their ports freed) when a test ends."""
+"""Shared fixtures: agents and fake nodes are closed (and their ports freed) when a test ends."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from kubeletapi.clock import Clock
 from tests.cri.fixtures import cri_env  # noqa: F401 - the session's private containerd, for any test
+from tests.fakehost import FakeHost, FakeNode
 from tests.helpers import Agent, agent_args
 
 
@@ -43,3 +45,36 @@ def start_agent(tmp_path: Path) -> Iterator[Callable[..., Agent]]:
 def agent(start_agent: Callable[..., Agent]) -> Agent:
     """A default agent: AlwaysAllow, generated PKI, read-only port on."""
     return start_agent()
+
+
+@pytest.fixture
+def start_node(tmp_path: Path) -> Iterator[Callable[..., FakeNode]]:
+    """Serve a FakeHost (default: a node without pods) behind the HTTP layer of an agent started
+    with `agent_args(tmp_path, *extra)`; all are stopped afterwards. For tests of HTTP behaviour:
+    no pods, runtime or stats are started."""
+    nodes: list[FakeNode] = []
+
+    def start(*extra: str, host: FakeHost | None = None, clock: Clock | None = None,
+              read_only: bool = True) -> FakeNode:
+        node = FakeNode(agent_args(tmp_path, *extra, read_only=read_only), host, clock)
+        nodes.append(node)
+        return node
+
+    yield start
+    for node in nodes:
+        node.close()
+
+
+@pytest.fixture
+def node(start_node: Callable[..., FakeNode]) -> FakeNode:
+    """A default fake node: AlwaysAllow, generated PKI, read-only port on, no pods."""
+    return start_node()
+
+
+@pytest.fixture(scope="module")
+def shared_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeNode]:
+    """A default fake node shared by a module's tests: for tests that only send requests and read
+    the answers (nothing they count, change or log depends on an earlier test)."""
+    node = FakeNode(agent_args(tmp_path_factory.mktemp("node")))
+    yield node
+    node.close()

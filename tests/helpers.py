@@ -7,6 +7,7 @@ import contextlib
 import datetime as dt
 import json
 import os
+import random
 import signal
 import socket
 import ssl
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -34,15 +36,36 @@ from tests.cri.cleanup import cgroup_pids, remove_cgroup_root
 LOOPBACK = "127.0.0.1"
 
 
-def free_ports(count: int) -> list[int]:
-    """`count` distinct free loopback ports (all probes held open at once, so none repeats)."""
-    socks = [socket.socket() for _ in range(count)]
+def _ephemeral_low() -> int:
     try:
-        for sock in socks:
-            sock.bind((LOOPBACK, 0))
-        return [int(s.getsockname()[1]) for s in socks]
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+_PICKER = random.Random()  # spreading ports, not security
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free loopback ports, below the kernel's ephemeral range: a port the kernel
+    hands out with bind(0) may be taken as the source port of any outgoing connection before the
+    agent binds it (seen under load), one below that range only by a server binding it."""
+    picked: list[int] = []
+    held: list[socket.socket] = []
+    try:
+        while len(picked) < count:
+            port = _PICKER.randrange(10000, _ephemeral_low())
+            sock = socket.socket()
+            try:
+                sock.bind((LOOPBACK, port))
+            except OSError:
+                sock.close()
+                continue
+            held.append(sock)
+            picked.append(port)
+        return picked
     finally:
-        for sock in socks:
+        for sock in held:
             sock.close()
 
 
@@ -83,7 +106,38 @@ class LoopThread:
         self.loop.close()
 
 
-class Agent:
+class Listening(ABC):
+    """Listeners on loopback (secure, read-only, healthz) and clients for them, whatever serves
+    them: a whole agent (Agent) or the HTTP layer alone around a FakeHost (tests.fakehost)."""
+
+    @property
+    @abstractmethod
+    def certs(self) -> Path:
+        """The --cert-dir holding the generated node CA, admin certificate and tokens.csv."""
+
+    @abstractmethod
+    def port(self, listener: str) -> int:
+        """The bound port of a listener ("secure", "read-only" or "healthz")."""
+
+    def url(self, listener: str = "secure", path: str = "/") -> str:
+        scheme = "https" if listener == "secure" else "http"
+        return f"{scheme}://{LOOPBACK}:{self.port(listener)}{path}"
+
+    def token(self) -> str:
+        return (self.certs / "tokens.csv").read_text().split(",", 1)[0]
+
+    def client(self, cert: tuple[Path, Path] | None = None, token: str | None = None) -> httpx.Client:
+        """An HTTPS client trusting the node CA, with an optional client cert or token."""
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(
+            verify=tls_client_context(self.certs / "ca.crt", cert), headers=headers, timeout=10
+        )
+
+    def admin(self) -> httpx.Client:
+        return self.client(cert=(self.certs / "admin.crt", self.certs / "admin.key"))
+
+
+class Agent(Listening):
     """A Kubelet built from command-line flags (the real parsing path), run in-process."""
 
     def __init__(self, args: Sequence[str], clock: Clock | None = None) -> None:
@@ -101,26 +155,12 @@ class Agent:
     def certs(self) -> Path:
         return self.kubelet.opts.effective_cert_dir
 
+    def port(self, listener: str) -> int:
+        return self.kubelet.port(listener)
+
     def run(self, coro: object, timeout: float = 30) -> object:
         """Run a coroutine on the agent's loop (e.g. a housekeeping cycle now)."""
         return self._loop.run(coro, timeout)
-
-    def url(self, listener: str = "secure", path: str = "/") -> str:
-        scheme = "https" if listener == "secure" else "http"
-        return f"{scheme}://{LOOPBACK}:{self.kubelet.port(listener)}{path}"
-
-    def token(self) -> str:
-        return (self.certs / "tokens.csv").read_text().split(",", 1)[0]
-
-    def client(self, cert: tuple[Path, Path] | None = None, token: str | None = None) -> httpx.Client:
-        """An HTTPS client trusting the node CA, with an optional client cert or token."""
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.Client(
-            verify=tls_client_context(self.certs / "ca.crt", cert), headers=headers, timeout=10
-        )
-
-    def admin(self) -> httpx.Client:
-        return self.client(cert=(self.certs / "admin.crt", self.certs / "admin.key"))
 
     def close(self) -> None:
         try:

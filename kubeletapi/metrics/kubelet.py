@@ -1,4 +1,4 @@
-"""The kubelet_* instruments of /metrics (names, labels and buckets of reference section 6.2)."""
+"""The kubelet_* instruments of /metrics (names, labels and buckets of pkg/kubelet/metrics/metrics.go)."""
 
 from __future__ import annotations
 

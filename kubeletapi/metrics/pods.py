@@ -1,4 +1,4 @@
-"""The pod lifecycle's kubelet_* instruments (reference section 6.2), as one table.
+"""The pod lifecycle's kubelet_* instruments (pkg/kubelet/metrics/metrics.go), as one table.
 
 The pods layer reports through small observer protocols it declares; this module implements
 them with prometheus_client instruments on the /metrics registry.

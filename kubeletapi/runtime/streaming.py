@@ -2,8 +2,8 @@
 
 The streaming protocols (kubeletapi.streaming: WebSocket channels, status frames) are written
 against these protocols only, so any runtime plugs in: the process runtime runs the command
-through its shim with pipes or a pseudo-terminal; a CRI runtime will bridge to its own streaming
-server. A session is used by one connection; `close()` must leave no process or thread behind.
+through its shim with pipes or a pseudo-terminal; the CRI runtime bridges to the runtime's own
+streaming server. A session is used by one connection; `close()` must leave no process or thread behind.
 """
 
 from __future__ import annotations

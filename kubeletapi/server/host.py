@@ -1,4 +1,4 @@
-"""Host: the only thing route handlers call. The composition root (kubelet.py) implements it."""
+"""Host: the only thing route handlers call. The composition root (kubeletapi.kubelet) implements it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The measurement/tag/field schema of Telegraf's `inputs.kubernetes`, built from one Snapshot.
 
 Telegraf reads /stats/summary and /pods and writes kubernetes_node, kubernetes_system_container,
-kubernetes_pod_container, kubernetes_pod_volume and kubernetes_pod_network (reference §10.1);
+kubernetes_pod_container, kubernetes_pod_volume and kubernetes_pod_network (plugins/inputs/kubernetes);
 dashboards built on that data work on ours unchanged. As in Telegraf, every field is an int64 and
 a figure the summary leaves out is written as 0; every point of a cycle carries the cycle's time.
 Pod labels are not tags (Telegraf's default `label_exclude = ["*"]`).

@@ -1,6 +1,6 @@
 """What the error channel (3) carries when an exec or attach ends.
 
-v4 and v5 always write a JSON status (reference §8.4); v1 subprotocols write the status message as
+v4 and v5 always write a JSON status (metav1.Status); v1 subprotocols write the status message as
 plain text, and only on failure. The messages are the kubelet's: a non-zero exit is the runtime's
 exec error (containerd and CRI-O: `error executing command [argv...], exit code N`, with argv in Go's
 %v form) behind `command terminated with non-zero exit code: `; any other failure is an internal

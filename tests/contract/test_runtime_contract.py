@@ -465,7 +465,10 @@ def test_lost_shim_is_reported_not_hidden(case: RuntimeCase, tmp_path: Path) -> 
         state = json.loads((tmp_path / "state" / "containers" / cid / "container.json").read_text())
         for pid in (state["shim_pid"], state["init_pid"], state["app_pid"]):
             if pid:
-                os.kill(pid, 9)
+                # The shim's death can take its container with it before the next kill (isolated:
+                # the init is killed with its parent): already gone is what this test wants.
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, 9)
         status = await wait_state(rt, cid, ContainerState.EXITED)
         assert status.reason in ("ContainerStatusUnknown", "Error")
     case.run(go())

@@ -1,7 +1,7 @@
 """The InfluxDB sink end to end: a real influxd (Debian's 1.x) on loopback, a real agent with real pods
 writing to it every housekeeping interval, and the data read back over InfluxDB's HTTP API.
 
-Checked against the contract of Telegraf's kubernetes input (reference §10.1) and the agent's own
+Checked against the contract of Telegraf's kubernetes input (plugins/inputs/kubernetes) and the agent's own
 /stats/summary: the five measurements with exactly Telegraf's tags and integer fields, values equal
 to the summary's for the same sample, one point per interval; then an outage of influxd (points
 buffered and replayed, the API unaffected), a bounded buffer dropping its oldest points, and every
@@ -54,7 +54,7 @@ BETA = manifest("beta", container(
 # Volume usage is measured every volumeStatsAggPeriod (1m by default).
 CONFIG = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nvolumeStatsAggPeriod: 1s\n"
 
-# Telegraf's kubernetes input (reference §10.1): measurement -> tag keys, and field -> summary path.
+# Telegraf's kubernetes input (plugins/inputs/kubernetes): measurement -> tag keys, and field -> summary path.
 CONTAINER_FIELDS = {
     "cpu_usage_nanocores": "cpu.usageNanoCores",
     "cpu_usage_core_nanoseconds": "cpu.usageCoreNanoSeconds",

@@ -261,10 +261,10 @@ def test_run_rotates_at_once_then_every_period_and_survives_a_failing_pass(
     async def scenario() -> None:
         task = asyncio.create_task(r.run(10))
         try:
-            await wait(lambda: len(fake.reopened) == 1)
+            await wait(lambda: len(fake.reopened) == 1 and clock.sleepers == 1)  # rotated, now sleeping
             fake.list_error = RuntimeError("a bug")  # not a KubeletError: logged, the loop goes on
             clock.advance(10)
-            await wait(lambda: "a bug" in caplog.text)
+            await wait(lambda: "a bug" in caplog.text and clock.sleepers == 1)
             fake.list_error = None
             c.write(size=1000)
             clock.advance(10)

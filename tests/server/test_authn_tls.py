@@ -1,8 +1,12 @@
-"""Authentication over real TLS: client certificates, tokens, the WebSocket token, anonymous."""
+"""Authentication over real TLS: client certificates, tokens, the WebSocket token, anonymous.
+
+Authentication and authorization are wired from the flags by the agent's own code; where the
+point is how they decide, they run around a FakeHost (tests.fakehost), and where it is the files
+the agent generates or is given (admin certificate, tokens.csv, serving certificate, client CA,
+TLS versions), on a real agent."""
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 import ssl
 from collections.abc import Callable
@@ -10,11 +14,16 @@ from pathlib import Path
 
 import httpx
 import pytest
-import websockets
-from websockets.exceptions import InvalidStatus
-from websockets.sync.client import connect
 
-from tests.helpers import Agent, client_cert, load_ca, make_ca, tls_client_context
+from tests.fakehost import FakeNode
+from tests.helpers import Agent, Listening, client_cert, load_ca, make_ca, tls_client_context
+from tests.streaming.wsclient import refused
+
+
+@pytest.fixture
+def node(shared_node: FakeNode) -> FakeNode:
+    """The tests here only send requests and read the answers: they share one node."""
+    return shared_node
 
 
 def test_admin_client_certificate(agent: Agent) -> None:
@@ -24,7 +33,7 @@ def test_admin_client_certificate(agent: Agent) -> None:
 
 
 def test_client_certificate_user_and_groups_reach_authorization(
-    start_agent: Callable[..., Agent], tmp_path: Path
+    start_node: Callable[..., FakeNode], tmp_path: Path
 ) -> None:
     rbac = tmp_path / "rbac.yaml"
     rbac.write_text(
@@ -33,53 +42,53 @@ def test_client_certificate_user_and_groups_reach_authorization(
         "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: m}\n"
         "roleRef: {kind: ClusterRole, name: m}\nsubjects: [{kind: Group, name: scrapers}]\n"
     )
-    agent = start_agent("--authorization-mode", "RBAC", "--authorization-rbac-file", str(rbac))
-    ca, key = load_ca(agent.certs)
+    node = start_node("--authorization-mode", "RBAC", "--authorization-rbac-file", str(rbac))
+    ca, key = load_ca(node.certs)
     pair = client_cert(tmp_path, ca, key, "carol", ["scrapers"])
-    with agent.client(cert=(pair.cert, pair.key)) as client:
-        assert client.get(agent.url(path="/metrics")).status_code == 200
-        denied = client.get(agent.url(path="/configz"))
+    with node.client(cert=(pair.cert, pair.key)) as client:
+        assert client.get(node.url(path="/metrics")).status_code == 200
+        denied = client.get(node.url(path="/configz"))
     assert denied.status_code == 403
     assert denied.text == "Forbidden (user=carol, verb=get, resource=nodes, subresource(s)=[configz proxy])\n"
 
 
 def assert_refused(
-    agent: Agent,
+    node: Listening,
     refused: tuple[Path, Path],
     accepted: tuple[Path, Path] | None = None,
 ) -> None:
     """A request with `refused` fails in TLS, over TLS 1.2 and 1.3, while the same client setup
     with `accepted` (default: the node's admin certificate) succeeds: the certificate is what fails."""
-    good = accepted or (agent.certs / "admin.crt", agent.certs / "admin.key")
+    good = accepted or (node.certs / "admin.crt", node.certs / "admin.key")
     for version in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
         for pair, ok in ((refused, False), (good, True)):
-            ctx = tls_client_context(agent.certs / "ca.crt", pair)
+            ctx = tls_client_context(node.certs / "ca.crt", pair)
             ctx.maximum_version = version
             with httpx.Client(verify=ctx) as client:
                 if ok:
-                    assert client.get(agent.url(path="/healthz")).status_code == 200
+                    assert client.get(node.url(path="/healthz")).status_code == 200
                 else:
                     with pytest.raises(httpx.TransportError):
-                        client.get(agent.url(path="/healthz"))
+                        client.get(node.url(path="/healthz"))
 
 
-def test_certificate_from_another_ca_is_refused(agent: Agent, tmp_path: Path) -> None:
+def test_certificate_from_another_ca_is_refused(node: FakeNode, tmp_path: Path) -> None:
     ca, key, _ = make_ca(tmp_path, "other-ca")
     pair = client_cert(tmp_path, ca, key, "mallory", ["system:masters"])
-    assert_refused(agent, (pair.cert, pair.key))
+    assert_refused(node, (pair.cert, pair.key))
 
 
-def test_expired_certificate_is_refused(agent: Agent, tmp_path: Path) -> None:
-    ca, key = load_ca(agent.certs)
+def test_expired_certificate_is_refused(node: FakeNode, tmp_path: Path) -> None:
+    ca, key = load_ca(node.certs)
     now = dt.datetime.now(dt.UTC)
     pair = client_cert(tmp_path, ca, key, "old", ["system:masters"], not_before=now - dt.timedelta(days=10),
                        not_after=now - dt.timedelta(days=1))
-    assert_refused(agent, (pair.cert, pair.key))
+    assert_refused(node, (pair.cert, pair.key))
 
 
-def test_no_credentials(agent: Agent) -> None:
-    with agent.client() as client:
-        response = client.get(agent.url(path="/healthz"))
+def test_no_credentials(node: FakeNode) -> None:
+    with node.client() as client:
+        response = client.get(node.url(path="/healthz"))
     assert (response.status_code, response.text) == (401, "Unauthorized")
     assert response.headers["content-type"] == "text/plain; charset=utf-8"
 
@@ -101,51 +110,34 @@ def test_custom_token_auth_file(start_agent: Callable[..., Agent], tmp_path: Pat
         assert client.get(agent.url(path="/metrics")).status_code == 200
 
 
-def test_anonymous(start_agent: Callable[..., Agent]) -> None:
-    agent = start_agent("--anonymous-auth=true")
-    with agent.client() as client:
-        assert client.get(agent.url(path="/healthz")).text == "ok"
+def test_anonymous(start_node: Callable[..., FakeNode]) -> None:
+    node = start_node("--anonymous-auth=true")
+    with node.client() as client:
+        assert client.get(node.url(path="/healthz")).text == "ok"
         # A presented but invalid token is an error: no anonymous fallback.
-        bad = client.get(agent.url(path="/healthz"), headers={"Authorization": "Bearer wrong"})
+        bad = client.get(node.url(path="/healthz"), headers={"Authorization": "Bearer wrong"})
     assert (bad.status_code, bad.text) == (401, "Unauthorized")
 
 
-def test_anonymous_is_authorized_as_system_anonymous(start_agent: Callable[..., Agent], tmp_path: Path) -> None:
+def test_anonymous_is_authorized_as_system_anonymous(start_node: Callable[..., FakeNode], tmp_path: Path) -> None:
     rbac = tmp_path / "rbac.yaml"
     rbac.write_text("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: none}\n")
-    agent = start_agent("--anonymous-auth", "--authorization-rbac-file", str(rbac))
-    with agent.client() as client:
-        response = client.get(agent.url(path="/metrics"))
+    node = start_node("--anonymous-auth", "--authorization-rbac-file", str(rbac))
+    with node.client() as client:
+        response = client.get(node.url(path="/metrics"))
     assert response.status_code == 403
     assert response.text == "Forbidden (user=system:anonymous, verb=get, resource=nodes, subresource(s)=[metrics])\n"
 
 
-def ws_token_protocol(token: str) -> str:
-    return "base64url.bearer.authorization.k8s.io." + base64.urlsafe_b64encode(token.encode()).decode().rstrip("=")
-
-
-def ws_connect(agent: Agent, protocols: list[str]):  # type: ignore[no-untyped-def]
-    ctx = tls_client_context(agent.certs / "ca.crt")
-    return connect(
-        f"wss://127.0.0.1:{agent.kubelet.port('secure')}/healthz", ssl=ctx,
-        subprotocols=protocols,  # type: ignore[arg-type]
-        open_timeout=5,
-    )
-
-
-def test_websocket_subprotocol_token(agent: Agent) -> None:
+def test_websocket_subprotocol_token(node: FakeNode) -> None:
     # /healthz has no WebSocket handler: an authenticated, authorized handshake reaches routing
     # and is refused there with 403 and an empty body, unlike the 401 of a bad token below.
-    with pytest.raises(InvalidStatus) as ok:
-        ws_connect(agent, ["v4.channel.k8s.io", ws_token_protocol(agent.token())])
-    assert ok.value.response.status_code == 403
-    assert b"Forbidden" not in ok.value.response.body
-    with pytest.raises(InvalidStatus) as bad:
-        ws_connect(agent, ["v4.channel.k8s.io", ws_token_protocol("wrong")])
-    assert (bad.value.response.status_code, bad.value.response.body) == (401, b"Unauthorized")
-    with pytest.raises(InvalidStatus) as alone:
-        ws_connect(agent, [ws_token_protocol(agent.token())])
-    assert alone.value.response.status_code == 401
+    status, body = refused(node, "/healthz", cert=None, token=node.token())
+    assert status == 403
+    assert b"Forbidden" not in body
+    assert refused(node, "/healthz", cert=None, token="wrong") == (401, b"Unauthorized")
+    alone, _ = refused(node, "/healthz", subprotocols=(), cert=None, token=node.token())
+    assert alone == 401
 
 
 @pytest.mark.filterwarnings("ignore:ssl.TLSVersion.TLSv1_1 is deprecated:DeprecationWarning")
@@ -165,9 +157,6 @@ def test_serving_certificate_has_ip_sans(agent: Agent) -> None:
         assert client.get(f"https://localhost:{agent.kubelet.port('secure')}/healthz").status_code == 200
 
 
-__all__ = ["websockets"]
-
-
 def test_client_ca_file_replaces_the_generated_ca(start_agent: Callable[..., Agent], tmp_path: Path) -> None:
     ca, key, ca_file = make_ca(tmp_path, "corp-ca")
     agent = start_agent("--client-ca-file", str(ca_file))
@@ -176,7 +165,7 @@ def test_client_ca_file_replaces_the_generated_ca(start_agent: Callable[..., Age
     assert_refused(agent, (agent.certs / "admin.crt", agent.certs / "admin.key"), (pair.cert, pair.key))
 
 
-def test_rbac_allows_metrics_but_not_proxy(start_agent: Callable[..., Agent], tmp_path: Path) -> None:
+def test_rbac_allows_metrics_but_not_proxy(start_node: Callable[..., FakeNode], tmp_path: Path) -> None:
     tokens = tmp_path / "tokens.csv"
     tokens.write_text("prom-token,prometheus,uid-1\n")
     rbac = tmp_path / "rbac.yaml"
@@ -187,11 +176,11 @@ def test_rbac_allows_metrics_but_not_proxy(start_agent: Callable[..., Agent], tm
         "roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: scraper}\n"
         "subjects: [{kind: User, name: prometheus}]\n"
     )
-    agent = start_agent("--token-auth-file", str(tokens), "--authorization-rbac-file", str(rbac))
-    with agent.client(token="prom-token") as client:
-        assert client.get(agent.url(path="/metrics")).status_code == 200
-        proxy = client.get(agent.url(path="/openapi.json"))
-        healthz = client.get(agent.url(path="/healthz"))
+    node = start_node("--token-auth-file", str(tokens), "--authorization-rbac-file", str(rbac))
+    with node.client(token="prom-token") as client:
+        assert client.get(node.url(path="/metrics")).status_code == 200
+        proxy = client.get(node.url(path="/openapi.json"))
+        healthz = client.get(node.url(path="/healthz"))
     assert (proxy.status_code, proxy.text) == (
         403, "Forbidden (user=prometheus, verb=get, resource=nodes, subresource(s)=[proxy])\n"
     )

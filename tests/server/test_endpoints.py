@@ -1,4 +1,8 @@
-"""/healthz checks, /configz and /metrics on a live secure listener."""
+"""/healthz checks, /configz and /metrics on a live secure listener.
+
+What the HTTP layer does with any Host (the healthz format, counting refused requests) is checked
+around a FakeHost (tests.fakehost); the agent's own checks, configuration and registry on a real
+agent."""
 
 from __future__ import annotations
 
@@ -13,22 +17,23 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubeletapi.clock import FakeClock
+from tests.fakehost import FakeNode
 from tests.helpers import Agent, http_sample
 
 
-def test_healthz_verbose_and_checks(agent: Agent) -> None:
-    with agent.admin() as client:
-        response = client.get(agent.url(path="/healthz?verbose"))
+def test_healthz_verbose_and_checks(node: FakeNode) -> None:
+    with node.admin() as client:
+        response = client.get(node.url(path="/healthz?verbose"))
         assert response.text == "[+]ping ok\n[+]log ok\n[+]syncloop ok\nhealthz check passed\n"
         assert response.headers["content-type"] == "text/plain; charset=utf-8"
         assert response.headers["x-content-type-options"] == "nosniff"
-        excluded = client.get(agent.url(path="/healthz?verbose&exclude=log&exclude=bogus"))
+        excluded = client.get(node.url(path="/healthz?verbose&exclude=log&exclude=bogus"))
         assert excluded.text == (
             '[+]ping ok\n[+]log excluded: ok\n[+]syncloop ok\n'
             'warn: some health checks cannot be excluded: no matches for "bogus"\nhealthz check passed\n'
         )
         for check in ("ping", "log", "syncloop"):
-            assert client.get(agent.url(path=f"/healthz/{check}")).text == "ok"
+            assert client.get(node.url(path=f"/healthz/{check}")).text == "ok"
 
 
 class StuckSync:
@@ -140,9 +145,9 @@ def test_metrics(agent: Agent) -> None:
     assert gzip.decompress(raw).startswith(b"# HELP")
 
 
-def test_metrics_count_requests_that_fail_authentication(agent: Agent) -> None:
-    with agent.client() as anonymous:
-        assert anonymous.get(agent.url(path="/healthz")).status_code == 401
-    with agent.admin() as client:
-        text = client.get(agent.url(path="/metrics")).text
+def test_metrics_count_requests_that_fail_authentication(node: FakeNode) -> None:
+    with node.client() as anonymous:
+        assert anonymous.get(node.url(path="/healthz")).status_code == 401
+    with node.admin() as client:
+        text = client.get(node.url(path="/metrics")).text
     assert http_sample(1.0, "healthz") in text

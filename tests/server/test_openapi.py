@@ -1,4 +1,5 @@
-"""The committed OpenAPI document matches the app, and the secure port serves it."""
+"""The committed OpenAPI document matches the app, and the secure port serves it (around a
+FakeHost: the document depends on the routes only, not on the agent behind them)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import json
 from pathlib import Path
 
 from kubeletapi.openapi_doc import document
-from tests.helpers import Agent
+from tests.fakehost import FakeNode
 
 COMMITTED = Path(__file__).resolve().parents[2] / "openapi" / "kubeletapi.json"
 
@@ -15,10 +16,10 @@ def test_committed_document_is_current() -> None:
     assert json.loads(COMMITTED.read_text()) == document(), "run `make openapi` and commit openapi/kubeletapi.json"
 
 
-def test_served_on_the_secure_port(agent: Agent) -> None:
-    with agent.admin() as client:
-        served = client.get(agent.url(path="/openapi.json")).json()
-        assert client.get(agent.url("read-only", "/openapi.json")).status_code == 404
+def test_served_on_the_secure_port(node: FakeNode) -> None:
+    with node.admin() as client:
+        served = client.get(node.url(path="/openapi.json")).json()
+        assert client.get(node.url("read-only", "/openapi.json")).status_code == 404
     assert served == document()
     ops = served["paths"]["/configz"]["get"]
     assert ops["x-kubelet-authz"] == {"resource": "nodes", "subresources": ["configz", "proxy"]}

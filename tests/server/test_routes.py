@@ -1,20 +1,23 @@
-"""Every route declares its subresources, matching the kubelet's mapping, and is enforced live."""
+"""Every route declares its subresources, matching the kubelet's mapping, and is enforced live.
+
+The HTTP layer serves a FakeHost here (tests.fakehost): routing, authentication and authorization
+are the agent's own, and no pods or runtime are started."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from starlette.routing import BaseRoute, Route
 
-from kubeletapi.config import KubeletConfiguration, NodeOptions
-from kubeletapi.kubelet import Kubelet
 from kubeletapi.server.app import api
 from kubeletapi.server.authz import subresources_for_path
 from kubeletapi.server.routing import route_subresources
-from tests.helpers import Agent, http_sample
+from tests.fakehost import FakeHost, FakeNode
+from tests.helpers import agent_args, http_sample
 
 
 def sample_path(route: Route) -> str:
@@ -23,10 +26,9 @@ def sample_path(route: Route) -> str:
 
 
 def all_routes() -> list[tuple[str, BaseRoute]]:
-    host = Kubelet(KubeletConfiguration(), NodeOptions(hostname_override="n", node_ip="127.0.0.1"))
     routes = []
     for role, debugging in (("secure", True), ("secure", False), ("readonly", False)):
-        app = api(host, role, debugging)  # type: ignore[arg-type]
+        app = api(FakeHost(), role, debugging)  # type: ignore[arg-type]
         routes += [(f"{role}/{debugging}", r) for r in app.routes]
     return routes
 
@@ -53,32 +55,48 @@ subjects: [{{kind: User, name: scoped}}]
 
 
 def secure_routes() -> list[Route]:
-    host = Kubelet(KubeletConfiguration(), NodeOptions(hostname_override="n", node_ip="127.0.0.1"))
-    return [r for r in api(host, "secure", True).routes if isinstance(r, Route)]
+    return [r for r in api(FakeHost(), "secure", True).routes if isinstance(r, Route)]
+
+
+@pytest.fixture(scope="module")
+def scoped_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], FakeNode]]:
+    """The node on which the user `scoped` (token scoped-token) may do anything with nodes/<sub>
+    and nothing else: one per subresource, shared by the tests here (they only send requests)."""
+    tmp = tmp_path_factory.mktemp("scoped")
+    tokens = tmp / "tokens.csv"
+    tokens.write_text("scoped-token,scoped,1\n")
+    nodes: dict[str, FakeNode] = {}
+
+    def node_for(sub: str) -> FakeNode:
+        if sub not in nodes:
+            rbac = tmp / f"rbac-{sub}.yaml"
+            rbac.write_text(RBAC_TEMPLATE.format(sub=sub))
+            flags = ("--token-auth-file", str(tokens), "--authorization-rbac-file", str(rbac))
+            nodes[sub] = FakeNode(agent_args(tmp, *flags, read_only=False, healthz=False))
+        return nodes[sub]
+
+    yield node_for
+    with ThreadPoolExecutor() as pool:  # each takes ~0.2 s (uvicorn's shutdown), all at once
+        list(pool.map(FakeNode.close, nodes.values()))
 
 
 @pytest.mark.parametrize("route", secure_routes(), ids=lambda r: r.path)
-def test_route_is_enforced_live(start_agent: Callable[..., Agent], tmp_path: Path, route: Route) -> None:
+def test_route_is_enforced_live(scoped_node: Callable[[str], FakeNode], route: Route) -> None:
     """A user allowed only the route's first subresource gets through; one allowed everything
     else except the route's subresources gets the kubelet's 403 naming all of them."""
     declared = route_subresources(route)
     assert declared
-    tokens = tmp_path / "tokens.csv"
-    tokens.write_text("scoped-token,scoped,1\n")
-    rbac = tmp_path / "rbac.yaml"
-    rbac.write_text(RBAC_TEMPLATE.format(sub=declared[0]))
-    agent = start_agent("--token-auth-file", str(tokens), "--authorization-rbac-file", str(rbac))
+    node = scoped_node(declared[0])
     method = sorted(route.methods or {"GET"})[0]
     method = "GET" if "GET" in (route.methods or ()) else method
     path = sample_path(route)
-    with agent.client(token="scoped-token") as client:
-        allowed = client.request(method, agent.url(path=path))
+    with node.client(token="scoped-token") as client:
+        allowed = client.request(method, node.url(path=path))
     assert allowed.status_code not in (401, 403), allowed.text
     other = "stats" if declared[0] != "stats" else "log"
-    rbac.write_text(RBAC_TEMPLATE.format(sub=other))
-    agent2 = start_agent("--token-auth-file", str(tokens), "--authorization-rbac-file", str(rbac))
-    with agent2.client(token="scoped-token") as client:
-        denied = client.request(method, agent2.url(path=path))
+    node2 = scoped_node(other)
+    with node2.client(token="scoped-token") as client:
+        denied = client.request(method, node2.url(path=path))
     verb = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method, "")
     assert denied.status_code == 403
     assert denied.text == (
@@ -86,41 +104,41 @@ def test_route_is_enforced_live(start_agent: Callable[..., Agent], tmp_path: Pat
     )
 
 
-def test_unknown_paths_404_before_authentication(agent: Agent) -> None:
-    with agent.client() as client:  # no credentials at all
+def test_unknown_paths_404_before_authentication(node: FakeNode) -> None:
+    with node.client() as client:  # no credentials at all
         for path in ("/", "/nope", "/healthz/", "/healthz/nope", "/metrics/nope"):
-            response = client.get(agent.url(path=path))
+            response = client.get(node.url(path=path))
             assert (response.status_code, response.text) == (404, "404 page not found\n"), path
             assert response.headers["x-content-type-options"] == "nosniff"
 
 
-def test_wrong_method_is_authenticated_then_405(agent: Agent) -> None:
-    with agent.client() as client:
-        assert client.post(agent.url(path="/metrics")).status_code == 401
-    with agent.admin() as client:
-        response = client.post(agent.url(path="/metrics"))
+def test_wrong_method_is_authenticated_then_405(node: FakeNode) -> None:
+    with node.client() as client:
+        assert client.post(node.url(path="/metrics")).status_code == 401
+    with node.admin() as client:
+        response = client.post(node.url(path="/metrics"))
     assert (response.status_code, response.text) == (405, "405: Method Not Allowed")
     assert response.headers["allow"] == "GET"
 
 
-def test_head_has_an_empty_verb(start_agent: Callable[..., Agent], tmp_path: Path) -> None:
+def test_head_has_an_empty_verb(start_node: Callable[..., FakeNode], tmp_path: Path) -> None:
     tokens = tmp_path / "tokens.csv"
     tokens.write_text("t,scoped,1\n")
     rbac = tmp_path / "rbac.yaml"
     rbac.write_text(RBAC_TEMPLATE.format(sub="healthz").replace('verbs: ["*"]', "verbs: [get]"))
-    agent = start_agent("--token-auth-file", str(tokens), "--authorization-rbac-file", str(rbac))
-    with agent.client(token="t") as client:
-        assert client.get(agent.url(path="/healthz")).status_code == 200
-        head = client.head(agent.url(path="/healthz"))
+    node = start_node("--token-auth-file", str(tokens), "--authorization-rbac-file", str(rbac))
+    with node.client(token="t") as client:
+        assert client.get(node.url(path="/healthz")).status_code == 200
+        head = client.head(node.url(path="/healthz"))
     assert head.status_code == 403  # HEAD maps to verb "" (the kubelet's code), not get
 
 
-def test_api_server_proxy_alias(agent: Agent) -> None:
-    with agent.admin() as client:
-        ok = client.get(agent.url(path="/api/v1/nodes/testnode/proxy/healthz?verbose"))
-        with_port = client.get(agent.url(path="/api/v1/nodes/https:testnode:10250/proxy/healthz/ping"))
-        unknown = client.get(agent.url(path="/api/v1/nodes/other/proxy/healthz"))
-        metrics = client.get(agent.url(path="/metrics")).text
+def test_api_server_proxy_alias(node: FakeNode) -> None:
+    with node.admin() as client:
+        ok = client.get(node.url(path="/api/v1/nodes/testnode/proxy/healthz?verbose"))
+        with_port = client.get(node.url(path="/api/v1/nodes/https:testnode:10250/proxy/healthz/ping"))
+        unknown = client.get(node.url(path="/api/v1/nodes/other/proxy/healthz"))
+        metrics = client.get(node.url(path="/metrics")).text
     assert ok.status_code == 200 and ok.text.endswith("healthz check passed\n")
     assert (with_port.status_code, with_port.text) == (200, "ok")
     assert unknown.status_code == 404

@@ -1,4 +1,7 @@
-"""The read-only and healthz listeners' exact surface, and debugging handlers switched off."""
+"""The read-only and healthz listeners' exact surface, and debugging handlers switched off.
+
+The surfaces are served around a FakeHost (tests.fakehost); whether the agent starts the read-only
+listener and honours --enable-debugging-handlers is checked on a real agent."""
 
 from __future__ import annotations
 
@@ -8,9 +11,8 @@ import httpx
 import pytest
 from starlette.routing import Route
 
-from kubeletapi.config import KubeletConfiguration, NodeOptions
-from kubeletapi.kubelet import Kubelet
 from kubeletapi.server.app import api
+from tests.fakehost import FakeHost, FakeNode
 from tests.helpers import Agent
 
 DISABLED = ["/run/ns/p/c", "/exec/ns/p/c", "/attach/ns/p/c", "/portForward/ns/p", "/containerLogs/ns/p/c",
@@ -25,32 +27,37 @@ READ_ONLY_ROUTES = {
 }
 
 
+@pytest.fixture
+def node(shared_node: FakeNode) -> FakeNode:
+    """The tests here only send requests and read the answers: they share one node."""
+    return shared_node
+
+
 def test_read_only_route_set_is_pinned() -> None:
-    host = Kubelet(KubeletConfiguration(), NodeOptions(hostname_override="n", node_ip="127.0.0.1"))
-    paths = {r.path for r in api(host, "readonly").routes if isinstance(r, Route)}
+    paths = {r.path for r in api(FakeHost(), "readonly").routes if isinstance(r, Route)}
     assert paths == READ_ONLY_ROUTES
 
 
-def test_read_only_port_live(agent: Agent) -> None:
+def test_read_only_port_live(node: FakeNode) -> None:
     with httpx.Client() as client:
-        assert client.get(agent.url("read-only", "/healthz")).text == "ok"
-        assert client.get(agent.url("read-only", "/healthz/syncloop")).text == "ok"
-        metrics = client.get(agent.url("read-only", "/metrics"))
+        assert client.get(node.url("read-only", "/healthz")).text == "ok"
+        assert client.get(node.url("read-only", "/healthz/syncloop")).text == "ok"
+        metrics = client.get(node.url("read-only", "/metrics"))
         assert metrics.status_code == 200
         assert 'server_type="readonly"' in metrics.text
-        assert client.get(agent.url("read-only", "/pods")).json()["kind"] == "PodList"
+        assert client.get(node.url("read-only", "/pods")).json()["kind"] == "PodList"
         for path in ("/configz", "/openapi.json", "/nope"):
-            response = client.get(agent.url("read-only", path))
+            response = client.get(node.url("read-only", path))
             assert (response.status_code, response.text) == (404, "404 page not found\n"), path
         for path in DISABLED:
             for method in ("GET", "POST"):
-                response = client.request(method, agent.url("read-only", path))
+                response = client.request(method, node.url("read-only", path))
                 assert (response.status_code, response.text) == (405, "Debug endpoints are disabled.\n"), path
 
 
-def test_read_only_port_ignores_credentials(agent: Agent) -> None:
+def test_read_only_port_ignores_credentials(node: FakeNode) -> None:
     # No authentication at all: a bad token is not even looked at.
-    response = httpx.get(agent.url("read-only", "/healthz"), headers={"Authorization": "Bearer wrong"})
+    response = httpx.get(node.url("read-only", "/healthz"), headers={"Authorization": "Bearer wrong"})
     assert response.text == "ok"
 
 
@@ -59,13 +66,13 @@ def test_read_only_port_off_by_default(start_agent: Callable[..., Agent]) -> Non
     assert "read-only" not in agent.kubelet.listeners
 
 
-def test_healthz_port_only_ping(agent: Agent) -> None:
+def test_healthz_port_only_ping(node: FakeNode) -> None:
     with httpx.Client() as client:
-        verbose = client.get(agent.url("healthz", "/healthz?verbose"))
+        verbose = client.get(node.url("healthz", "/healthz?verbose"))
         assert verbose.text == "[+]ping ok\nhealthz check passed\n"
-        assert client.get(agent.url("healthz", "/healthz/ping")).text == "ok"
+        assert client.get(node.url("healthz", "/healthz/ping")).text == "ok"
         for path in ("/healthz/log", "/healthz/syncloop", "/metrics", "/configz"):
-            assert client.get(agent.url("healthz", path)).status_code == 404, path
+            assert client.get(node.url("healthz", path)).status_code == 404, path
 
 
 def test_debugging_handlers_disabled_on_secure_port(start_agent: Callable[..., Agent]) -> None:
@@ -80,7 +87,7 @@ def test_debugging_handlers_disabled_on_secure_port(start_agent: Callable[..., A
 
 
 @pytest.mark.parametrize("method", ["GET", "HEAD", "POST", "PUT", "DELETE"])
-def test_healthz_answers_every_method(agent: Agent, method: str) -> None:
-    with agent.admin() as client:
-        response = client.request(method, agent.url(path="/healthz"))
+def test_healthz_answers_every_method(node: FakeNode, method: str) -> None:
+    with node.admin() as client:
+        response = client.request(method, node.url(path="/healthz"))
     assert response.status_code == 200

@@ -18,6 +18,7 @@ from kubeletapi.pki import NodePKI, ensure_pki
 from kubeletapi.server.listeners import Listener, ListenerSpec
 from kubeletapi.server.tls import server_context
 from tests.helpers import LoopThread, free_port, tls_client_context
+from tests.streaming.wsclient import tls_connection
 
 SEEN: list[dict[str, Any]] = []
 
@@ -79,7 +80,8 @@ def test_no_client_certificate(served: tuple[NodePKI, int]) -> None:
 def test_websocket_scope_has_the_extension(served: tuple[NodePKI, int]) -> None:
     pki, port = served
     ctx = tls_client_context(pki.ca_crt, (pki.admin_crt, pki.admin_key))
-    with connect(f"wss://127.0.0.1:{port}/ws", ssl=ctx, open_timeout=5) as ws:
+    # the TLS connection is made by wsclient (its session tickets read before websockets writes)
+    with connect(f"ws://127.0.0.1:{port}/ws", sock=tls_connection(port, ctx, 5), open_timeout=5) as ws:
         ws.close()
     assert SEEN[0]["type"] == "websocket"
     assert SEEN[0]["client_cert_name"] == "CN=kubeletapi-admin,O=system:masters"

@@ -1,4 +1,7 @@
-"""Webhook mode against an HTTPS API-server test double: TokenReview, SubjectAccessReview, caches."""
+"""Webhook mode against an HTTPS API-server test double: TokenReview, SubjectAccessReview, caches.
+
+The webhooks are wired from the flags by the agent's own code, around a FakeHost (tests.fakehost);
+the caches' expiry runs on a real agent, whose clock they must follow."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import pytest
 
 from kubeletapi.clock import FakeClock
 from tests.apiserver_double import APIServerDouble
+from tests.fakehost import FakeNode
 from tests.helpers import Agent
 
 
@@ -29,15 +33,20 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def webhook_agent(start_agent: Callable[..., Agent], apiserver: APIServerDouble, clock: FakeClock) -> Agent:
+def webhook_node(start_node: Callable[..., FakeNode], apiserver: APIServerDouble, clock: FakeClock) -> FakeNode:
     # With --kubeconfig the v1beta1 defaults apply: webhook authentication and Webhook authorization.
+    return start_node("--kubeconfig", str(apiserver.kubeconfig), clock=clock)
+
+
+@pytest.fixture
+def webhook_agent(start_agent: Callable[..., Agent], apiserver: APIServerDouble, clock: FakeClock) -> Agent:
     return start_agent("--kubeconfig", str(apiserver.kubeconfig), clock=clock)
 
 
-def test_token_review_and_subject_access_review(webhook_agent: Agent, apiserver: APIServerDouble) -> None:
-    with webhook_agent.client(token="alice-token") as client:
-        assert client.get(webhook_agent.url(path="/metrics")).status_code == 200
-        denied = client.get(webhook_agent.url(path="/configz"))
+def test_token_review_and_subject_access_review(webhook_node: FakeNode, apiserver: APIServerDouble) -> None:
+    with webhook_node.client(token="alice-token") as client:
+        assert client.get(webhook_node.url(path="/metrics")).status_code == 200
+        denied = client.get(webhook_node.url(path="/configz"))
     assert denied.status_code == 403
     assert denied.text == "Forbidden (user=alice, verb=get, resource=nodes, subresource(s)=[configz proxy])\n"
     token_review = apiserver.reviews[0]
@@ -56,21 +65,23 @@ def test_token_review_and_subject_access_review(webhook_agent: Agent, apiserver:
     assert [r["spec"]["resourceAttributes"]["subresource"] for r in apiserver.reviews[2:]] == ["configz", "proxy"]
 
 
-def test_client_certificate_then_webhook_authorization(webhook_agent: Agent, apiserver: APIServerDouble) -> None:
-    with webhook_agent.admin() as client:
-        assert client.get(webhook_agent.url(path="/configz")).status_code == 200
+def test_client_certificate_then_webhook_authorization(webhook_node: FakeNode, apiserver: APIServerDouble) -> None:
+    with webhook_node.admin() as client:
+        assert client.get(webhook_node.url(path="/configz")).status_code == 200
     assert apiserver.kinds() == ["SubjectAccessReview"]  # no TokenReview for a certificate
     assert apiserver.reviews[0]["spec"]["user"] == "kubeletapi-admin"
 
 
-def test_unknown_token(webhook_agent: Agent, apiserver: APIServerDouble) -> None:
-    with webhook_agent.client(token="nobody") as client:
-        response = client.get(webhook_agent.url(path="/metrics"))
+def test_unknown_token(webhook_node: FakeNode, apiserver: APIServerDouble) -> None:
+    with webhook_node.client(token="nobody") as client:
+        response = client.get(webhook_node.url(path="/metrics"))
     assert (response.status_code, response.text) == (401, "Unauthorized")
     assert apiserver.kinds() == ["TokenReview"]
 
 
-def test_caches_follow_the_configured_ttls(webhook_agent: Agent, apiserver: APIServerDouble, clock: FakeClock) -> None:
+def test_caches_follow_the_configured_ttls(
+    webhook_agent: Agent, apiserver: APIServerDouble, clock: FakeClock
+) -> None:
     def get(path: str) -> int:
         with webhook_agent.client(token="alice-token") as client:
             return client.get(webhook_agent.url(path=path)).status_code
@@ -94,15 +105,15 @@ def test_caches_follow_the_configured_ttls(webhook_agent: Agent, apiserver: APIS
     assert counts() == (3, 6)
 
 
-def test_api_server_errors(webhook_agent: Agent, apiserver: APIServerDouble) -> None:
+def test_api_server_errors(webhook_node: FakeNode, apiserver: APIServerDouble) -> None:
     apiserver.fail_with = 403  # not retried: fails at once
-    with webhook_agent.client(token="alice-token") as client:
-        response = client.get(webhook_agent.url(path="/metrics"))
+    with webhook_node.client(token="alice-token") as client:
+        response = client.get(webhook_node.url(path="/metrics"))
     assert (response.status_code, response.text) == (401, "Unauthorized")
-    with webhook_agent.admin() as client:
-        response = client.get(webhook_agent.url(path="/metrics"))
+    with webhook_node.admin() as client:
+        response = client.get(webhook_node.url(path="/metrics"))
     assert response.status_code == 500
     assert response.text == "Authorization error (user=kubeletapi-admin, verb=get, resource=nodes, subresource=metrics)"
     apiserver.fail_with = None
-    with webhook_agent.admin() as client:
-        assert client.get(webhook_agent.url(path="/healthz")).status_code == 403  # errors were not cached
+    with webhook_node.admin() as client:
+        assert client.get(webhook_node.url(path="/healthz")).status_code == 403  # errors were not cached

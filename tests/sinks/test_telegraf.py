@@ -1,4 +1,4 @@
-"""The Telegraf kubernetes schema (reference §10.1): measurements, tags and fields from a summary."""
+"""The Telegraf kubernetes schema (plugins/inputs/kubernetes): measurements, tags and fields from a summary."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The error channel's bytes: v4/v5 JSON status (reference §8.4) and v1 plain text."""
+"""The error channel's bytes: v4/v5 JSON status (metav1.Status) and v1 plain text."""
 
 from __future__ import annotations
 
