@@ -3,6 +3,8 @@
 Sockets are bound here, before anything is served, so a port in use stops start-up with a
 StartupError naming the address and port. uvicorn's own signal handling and lifespan are not
 used: the command line owns signals and the composition root owns start-up and shutdown.
+The secure listener's connections are served inside TLSProtocol (server/tls.py): uvicorn's
+connection handling, with our TLS protocol in place of the one its own start-up would build.
 """
 
 from __future__ import annotations
@@ -18,13 +20,14 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from kubeletapi.errors import StartupError
-from kubeletapi.server.tls import TLSHttpToolsProtocol, TLSWebSocketProtocol, WebSocketProtocol
+from kubeletapi.server.tls import TLSHttpToolsProtocol, TLSProtocol, TLSWebSocketProtocol, WebSocketProtocol
 
 log = logging.getLogger(__name__)
 
 # Go's http.Server IdleTimeout for the kubelet's listeners.
 IDLE_TIMEOUT_S = 90
 SHUTDOWN_GRACE_S = 5
+TLS_HANDSHAKE_TIMEOUT_S = 60.0  # asyncio's default
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,6 @@ class Listener:
             ws_per_message_deflate=False,
         )
         config.load()
-        config.ssl = spec.ssl_context
         self._server = uvicorn.Server(config)
         self._ticker: asyncio.Task[None] | None = None
 
@@ -87,11 +89,23 @@ class Listener:
         return int(self.sock.getsockname()[1])
 
     async def start(self) -> None:
-        self._server.lifespan = self._server.config.lifespan_class(self._server.config)
-        await self._server.startup(sockets=[self.sock])
+        server = self._server
+        server.lifespan = server.config.lifespan_class(server.config)
+        loop = asyncio.get_running_loop()
+        server.servers = [await loop.create_server(self._connection, sock=self.sock, backlog=server.config.backlog)]
+        server.started = True
         self._ticker = asyncio.create_task(self._server.main_loop(), name=f"uvicorn-{self.spec.name}")
         scheme = "https" if self.spec.ssl_context is not None else "http"
         log.info("Started %s server on %s://%s:%d", self.spec.name, scheme, self.spec.address, self.port)
+
+    def _connection(self) -> asyncio.BaseProtocol:
+        """The protocol of one accepted connection."""
+        server = self._server
+        http: asyncio.BaseProtocol = server.config.http_protocol_class(  # type: ignore[call-arg]
+            config=server.config, server_state=server.server_state, app_state=server.lifespan.state)
+        if self.spec.ssl_context is None:
+            return http
+        return TLSProtocol(http, self.spec.ssl_context, TLS_HANDSHAKE_TIMEOUT_S)
 
     async def stop(self) -> None:
         self._server.should_exit = True

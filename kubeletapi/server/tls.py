@@ -1,4 +1,9 @@
-"""TLS for the secure listener: the server context and the ASGI TLS extension.
+"""TLS for the secure listener: the server context, the TLS protocol and the ASGI TLS extension.
+
+TLSProtocol is asyncio's TLS protocol with one fix: when a handshake fails (a client certificate
+refused, a protocol version or cipher not allowed) asyncio drops the connection without sending
+the alert OpenSSL prepared; here it is sent first, as Go does, so the client's error names the
+reason (e.g. "tlsv1 alert unknown ca", "tlsv1 alert protocol version").
 
 uvicorn does not put the peer certificate in the ASGI scope. The protocol classes below compute
 the ASGI "tls" extension once per connection (from the transport's SSL object) and wrap the app
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from asyncio.sslproto import SSLProtocol
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +73,20 @@ def server_context(cert_file: Path, key_file: Path, client_ca: Path | None, min_
         ctx.verify_mode = ssl.CERT_OPTIONAL
     ctx.options |= ssl.OP_NO_COMPRESSION
     return ctx
+
+
+class TLSProtocol(SSLProtocol):
+    """asyncio's server-side TLS protocol, sending the alert of a failed handshake before closing."""
+
+    def __init__(self, app_protocol: asyncio.BaseProtocol, ctx: ssl.SSLContext, handshake_timeout_s: float) -> None:
+        # typeshed wants a waiter Future and an int timeout; asyncio takes None and any positive number.
+        super().__init__(asyncio.get_running_loop(), app_protocol, ctx, None,  # type: ignore[arg-type]
+                         server_side=True, ssl_handshake_timeout=handshake_timeout_s)  # type: ignore[arg-type]
+
+    def _on_handshake_complete(self, handshake_exc: BaseException | None) -> None:
+        if handshake_exc is not None:
+            self._process_outgoing()  # type: ignore[attr-defined] # writes what OpenSSL queued: the alert
+        super()._on_handshake_complete(handshake_exc)
 
 
 def tls_extension(transport: asyncio.BaseTransport) -> dict[str, Any] | None:
