@@ -53,6 +53,11 @@ def _duration(text: str) -> str:
     return text
 
 
+def _names(text: str) -> list[str]:
+    """A comma-separated list flag (pflag's StringSlice: no trimming)."""
+    return text.split(",") if text else []
+
+
 def _header(text: str) -> tuple[str, str]:
     name, sep, value = text.partition(":")
     if not sep or not name:
@@ -69,6 +74,10 @@ CONFIG_FLAGS: list[tuple[str, tuple[str, ...], Any, str]] = [
     ("--healthz-bind-address", ("healthzBindAddress",), str, "IP address of the healthz server"),
     ("--tls-cert-file", ("tlsCertFile",), str, "serving certificate (a CA chain may follow)"),
     ("--tls-private-key-file", ("tlsPrivateKeyFile",), str, "serving certificate's private key"),
+    ("--tls-cipher-suites", ("tlsCipherSuites",), _names,
+     "comma-separated TLS 1.2 cipher suites, Go's names (e.g. TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256)"),
+    ("--tls-min-version", ("tlsMinVersion",), str,
+     "minimum TLS version: VersionTLS10, VersionTLS11, VersionTLS12 (default) or VersionTLS13"),
     ("--client-ca-file", ("authentication", "x509", "clientCAFile"), str,
      "CA bundle for client certificates (default: the generated CA)"),
     ("--anonymous-auth", ("authentication", "anonymous", "enabled"), _bool, "allow anonymous requests"),

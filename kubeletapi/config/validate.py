@@ -7,6 +7,7 @@ from typing import Any
 
 from kubeletapi.config.model import KubeletConfiguration
 from kubeletapi.config.options import NodeOptions
+from kubeletapi.config.tlsnames import tls_problems
 from kubeletapi.errors import ConfigError
 
 REDACTED = "<redacted>"
@@ -36,6 +37,7 @@ def validate(cfg: KubeletConfiguration, opts: NodeOptions) -> None:
         problems.append("no client provided, cannot use webhook authorization (set --kubeconfig)")
     if cfg.authorization.mode == "RBAC" and opts.authorization_rbac_file is None:
         problems.append("authorization mode RBAC needs --authorization-rbac-file")
+    problems += tls_problems(cfg.tls_cipher_suites, cfg.tls_min_version)
     if problems:
         raise ConfigError("invalid configuration: " + "; ".join(problems))
 

@@ -188,7 +188,7 @@ class Kubelet:
         if cfg.enable_server:
             security = Security(self._security.authenticator(tls), self._security.authorizer(), self.node_name)
             app = create_app(self, "secure", metrics, security, cfg.enable_debugging_handlers)
-            ctx = server_context(tls.cert, tls.key, tls.client_ca, cfg.tls_min_version)
+            ctx = server_context(tls.cert, tls.key, tls.client_ca, cfg.tls_min_version, cfg.tls_cipher_suites)
             specs.append(ListenerSpec("secure", cfg.address, cfg.port, app, ctx))
         if cfg.read_only_port > 0:
             app = create_app(self, "readonly", metrics)

@@ -1,4 +1,5 @@
-"""The TLS alert of every refused handshake on the secure port, with real TLS clients (server/tls.py)."""
+"""tlsCipherSuites and tlsMinVersion applied on the secure port, and the TLS alert of every refused
+handshake, with real TLS clients (config/tlsnames.py, server/tls.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import LOOPBACK, Agent, client_cert, load_ca, make_ca, tls_client_context
+from kubeletapi.cli import configuration
+from kubeletapi.config.tlsnames import BY_NAME, CIPHER_SUITES, LEGACY_NAMES, tls_problems
+from kubeletapi.errors import ConfigError
+from tests.helpers import LOOPBACK, Agent, agent_args, client_cert, load_ca, make_ca, tls_client_context
 
 
 def handshake(agent: Agent, ctx: ssl.SSLContext) -> tuple[str, str]:
@@ -34,15 +38,44 @@ def client(agent: Agent, version: ssl.TLSVersion | None = None, ciphers: str | N
     return ctx
 
 
+def test_configured_suites_are_the_only_tls12_suites(start_agent: Callable[..., Agent]) -> None:
+    agent = start_agent("--tls-cipher-suites",
+                        "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305")
+    tls12 = ssl.TLSVersion.TLSv1_2
+    assert handshake(agent, client(agent, tls12, "ECDHE-ECDSA-CHACHA20-POLY1305")) == (
+        "TLSv1.2", "ECDHE-ECDSA-CHACHA20-POLY1305")  # the legacy Go name works
+    # Offered both, the server picks Go's preference (AES before ChaCha20), not the client's.
+    assert handshake(agent, client(agent, tls12, "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-ECDSA-AES256-GCM-SHA384"))[1] \
+        == "ECDHE-ECDSA-AES256-GCM-SHA384"
+    with pytest.raises(ssl.SSLError, match="handshake failure"):  # the server's alert, by name
+        handshake(agent, client(agent, tls12, "ECDHE-ECDSA-AES128-GCM-SHA256"))
+    assert handshake(agent, client(agent))[0] == "TLSv1.3"  # TLS 1.3 suites are not configurable
+
+
+def test_default_suites_unchanged(agent: Agent) -> None:
+    tls12 = ssl.TLSVersion.TLSv1_2
+    assert handshake(agent, client(agent, tls12, "ECDHE-ECDSA-AES128-GCM-SHA256"))[1] == "ECDHE-ECDSA-AES128-GCM-SHA256"
+
+
+def test_min_version_tls13_refuses_tls12_with_an_alert(start_agent: Callable[..., Agent]) -> None:
+    agent = start_agent("--tls-min-version", "VersionTLS13")
+    with pytest.raises(ssl.SSLError, match="alert protocol version"):
+        handshake(agent, client(agent, ssl.TLSVersion.TLSv1_2))
+    assert handshake(agent, client(agent))[0] == "TLSv1.3"
+
+
 @pytest.mark.filterwarnings("ignore:ssl.TLSVersion.TLSv1 is deprecated:DeprecationWarning")
 @pytest.mark.filterwarnings("ignore:ssl.TLSVersion.TLSv1_1 is deprecated:DeprecationWarning")
-def test_old_versions_get_a_protocol_version_alert(start_agent: Callable[..., Agent]) -> None:
+def test_old_versions_get_a_protocol_version_alert_unless_allowed(start_agent: Callable[..., Agent]) -> None:
     """A TLS 1.0 or 1.1 client (one that can: OpenSSL security level 0) is refused with the
-    protocol_version alert."""
+    protocol_version alert by default; tlsMinVersion VersionTLS10 lets it in, as on the kubelet."""
     default = start_agent()
     for version in (ssl.TLSVersion.TLSv1, ssl.TLSVersion.TLSv1_1):
         with pytest.raises(ssl.SSLError, match="alert protocol version"):
             handshake(default, client(default, version, "DEFAULT:@SECLEVEL=0"))
+    legacy = start_agent("--tls-min-version", "VersionTLS10")
+    assert handshake(legacy, client(legacy, ssl.TLSVersion.TLSv1, "DEFAULT:@SECLEVEL=0")) == (
+        "TLSv1", "ECDHE-ECDSA-AES128-SHA")  # Go's first suite a TLS 1.0 client can use
 
 
 @pytest.mark.parametrize("version", [ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3], ids=["TLSv1.2", "TLSv1.3"])
@@ -59,3 +92,42 @@ def test_a_refused_client_certificate_gets_an_alert(agent: Agent, tmp_path: Path
                           not_after=now - dt.timedelta(days=1))
     with pytest.raises(ssl.SSLError, match="alert certificate expired"):
         handshake(agent, client(agent, version, cert=(expired.cert, expired.key)))
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--tls-cipher-suites", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_BOGUS_SUITE"],
+         "tlsCipherSuites (--tls-cipher-suites): Cipher suite TLS_BOGUS_SUITE not supported or doesn't exist"),
+        (["--tls-cipher-suites", "ECDHE-RSA-AES128-GCM-SHA256"],  # an OpenSSL name is not a kubelet name
+         "Cipher suite ECDHE-RSA-AES128-GCM-SHA256 not supported or doesn't exist"),
+        (["--tls-min-version", "VersionTLS14"],
+         "tlsMinVersion (--tls-min-version): unknown tls version 'VersionTLS14'"),
+        (["--tls-min-version", "TLSv1.2"], "unknown tls version 'TLSv1.2'"),
+    ],
+)
+def test_unknown_names_are_refused(tmp_path: Path, flags: list[str], message: str) -> None:
+    with pytest.raises(ConfigError, match="invalid configuration") as exc:
+        configuration(agent_args(tmp_path, *flags))
+    assert message in str(exc.value)
+
+
+def test_names_are_the_kubelets() -> None:
+    """Every name component-base accepts (Go's secure and insecure suites, the two legacy names)."""
+    assert len(CIPHER_SUITES) == 25 and set(LEGACY_NAMES) <= set(BY_NAME)
+    assert tls_problems([s.go_name for s in CIPHER_SUITES] + list(LEGACY_NAMES), "VersionTLS11") == []
+    assert tls_problems([], "") == []
+
+
+def test_openssl_names_have_the_iana_ids() -> None:
+    """The OpenSSL name of each suite is the one with Go's id (for every suite this OpenSSL has)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.set_ciphers("ALL:@SECLEVEL=0")
+    ids = {c["name"]: c["id"] & 0xFFFF for c in ctx.get_ciphers()}
+    known = [s for s in CIPHER_SUITES if s.openssl_name in ids]
+    assert len(known) >= 17  # all but RC4 and 3DES, which OpenSSL 3 leaves to its legacy provider
+    for suite in known:
+        assert ids[suite.openssl_name] == suite.iana_id, suite.go_name
+    for suite in CIPHER_SUITES:
+        if not suite.openssl_name:
+            assert ids[suite.go_name] == suite.iana_id  # TLS 1.3: OpenSSL uses the IANA names
