@@ -12,6 +12,7 @@ import asyncio
 import gc
 import logging
 import os
+import resource
 import signal
 import sys
 import time
@@ -253,6 +254,22 @@ async def serve(kubelet: Kubelet) -> None:
         await kubelet.stop()
 
 
+def raise_open_file_limit() -> None:
+    """The soft RLIMIT_NOFILE up to the hard limit, as Go programs do at start: every idle
+    connection holds a descriptor, and the soft default (1024) is a few hundred clients away."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == hard:
+        log.info("Open file limit (RLIMIT_NOFILE): %d (the hard limit)", soft)
+        return
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ValueError, OSError) as exc:
+        log.warning("Open file limit (RLIMIT_NOFILE) stays %d: cannot raise it to the hard limit %d: %s",
+                    soft, hard, exc)
+        return
+    log.info("Open file limit (RLIMIT_NOFILE): raised the soft limit from %d to the hard limit %d", soft, hard)
+
+
 def _loop_factory() -> Any:
     try:
         import uvloop  # noqa: PLC0415 - optional speed-up
@@ -280,6 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         cfg, opts = configuration(sys.argv[1:] if argv is None else argv)
         setup_logging(cfg.logging.verbosity)
+        raise_open_file_limit()
         kubelet = Kubelet(cfg, opts)
         with asyncio.Runner(loop_factory=_loop_factory()) as runner:
             runner.run(serve(kubelet))

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -246,11 +246,12 @@ def load_ca(certs: Path) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
 class AgentProcess:
     """`python -m kubeletapi` as a real process; killed by PID on close."""
 
-    def __init__(self, args: Sequence[str], cwd: Path | None = None) -> None:
+    def __init__(self, args: Sequence[str], cwd: Path | None = None,
+                 preexec_fn: Callable[[], object] | None = None) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "kubeletapi", *args],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=preexec_fn,  # noqa: PLW1509 - limits only
         )
 
     def wait_healthy(self, healthz_url: str, timeout: float = 20) -> None:
