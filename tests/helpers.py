@@ -29,6 +29,7 @@ from kubeletapi.cli import configuration
 from kubeletapi.clock import Clock
 from kubeletapi.kubelet import Kubelet
 from kubeletapi.runtime.streaming import STDOUT, StreamSession
+from kubeletapi.server.limits import Limits
 from tests.cri.cleanup import remove_cgroup_root
 
 LOOPBACK = "127.0.0.1"
@@ -86,10 +87,10 @@ class LoopThread:
 class Agent:
     """A Kubelet built from command-line flags (the real parsing path), run in-process."""
 
-    def __init__(self, args: Sequence[str], clock: Clock | None = None) -> None:
+    def __init__(self, args: Sequence[str], clock: Clock | None = None, limits: Limits | None = None) -> None:
         self.args = list(args)
         cfg, opts = configuration(list(args))
-        self.kubelet = Kubelet(cfg, opts, clock)
+        self.kubelet = Kubelet(cfg, opts, clock, limits)
         self._loop = LoopThread()
         try:
             self._loop.run(self.kubelet.start())

@@ -3,8 +3,9 @@
 Sockets are bound here, before anything is served, so a port in use stops start-up with a
 StartupError naming the address and port. uvicorn's own signal handling and lifespan are not
 used: the command line owns signals and the composition root owns start-up and shutdown.
-The secure listener's connections are served inside TLSProtocol (server/tls.py): uvicorn's
-connection handling, with our TLS protocol in place of the one its own start-up would build.
+Connections are served by server/protocols.py (the listener's Limits), inside TLSProtocol on the
+secure listener (server/tls.py): uvicorn's connection handling, with our protocols in place of
+the ones its own start-up would build.
 """
 
 from __future__ import annotations
@@ -14,20 +15,21 @@ import contextlib
 import logging
 import socket
 import ssl
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import uvicorn
 from starlette.types import ASGIApp
 
 from kubeletapi.errors import StartupError
-from kubeletapi.server.tls import TLSHttpToolsProtocol, TLSProtocol, TLSWebSocketProtocol, WebSocketProtocol
+from kubeletapi.server.limits import Limits
+from kubeletapi.server.protocols import HttpProtocol, WebSocketProtocol
+from kubeletapi.server.tls import TLSProtocol
 
 log = logging.getLogger(__name__)
 
 # Go's http.Server IdleTimeout for the kubelet's listeners.
 IDLE_TIMEOUT_S = 90
 SHUTDOWN_GRACE_S = 5
-TLS_HANDSHAKE_TIMEOUT_S = 60.0  # asyncio's default
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class ListenerSpec:
     port: int
     app: ASGIApp
     ssl_context: ssl.SSLContext | None = None
+    limits: Limits = field(default_factory=Limits)
 
 
 def bind(address: str, port: int, name: str) -> socket.socket:
@@ -67,11 +70,10 @@ class Listener:
     def __init__(self, spec: ListenerSpec) -> None:
         self.spec = spec
         self.sock = bind(spec.address, spec.port, spec.name)
-        tls = spec.ssl_context is not None
         config = uvicorn.Config(
             spec.app,
-            http=TLSHttpToolsProtocol if tls else "httptools",
-            ws=TLSWebSocketProtocol if tls else WebSocketProtocol,
+            http="httptools",
+            ws=WebSocketProtocol,
             lifespan="off",
             log_config=None,
             access_log=False,
@@ -101,11 +103,10 @@ class Listener:
     def _connection(self) -> asyncio.BaseProtocol:
         """The protocol of one accepted connection."""
         server = self._server
-        http: asyncio.BaseProtocol = server.config.http_protocol_class(  # type: ignore[call-arg]
-            config=server.config, server_state=server.server_state, app_state=server.lifespan.state)
+        http = HttpProtocol(server.config, server.server_state, server.lifespan.state, self.spec.limits)
         if self.spec.ssl_context is None:
             return http
-        return TLSProtocol(http, self.spec.ssl_context, TLS_HANDSHAKE_TIMEOUT_S)
+        return TLSProtocol(http, self.spec.ssl_context, self.spec.limits.header_timeout_s)
 
     async def stop(self) -> None:
         self._server.should_exit = True

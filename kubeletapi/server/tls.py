@@ -38,8 +38,6 @@ from pathlib import Path
 from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from kubeletapi.config.tlsnames import CipherSuite, go_defaults, suites, tls_problems
 from kubeletapi.errors import StartupError
@@ -187,39 +185,3 @@ class _WithTLS:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         scope["extensions"] = {**(scope.get("extensions") or {}), "tls": self.ext}
         await self.app(scope, receive, send)
-
-
-class TLSHttpToolsProtocol(HttpToolsProtocol):
-    """httptools HTTP/1.1 protocol that adds the ASGI TLS extension."""
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        ext = tls_extension(transport)
-        if ext is not None:
-            self.app = _WithTLS(self.config.loaded_app, ext)
-
-
-class WebSocketProtocol(WebSocketsSansIOProtocol):
-    """uvicorn's sans-I/O WebSocket protocol, quiet about handshakes refused with an HTTP answer.
-
-    A handshake the agent refuses (401, 403, 404, 405, 500 for exec) is answered through the ASGI
-    `websocket.http.response` extension; uvicorn then still logs "ASGI callable returned without
-    completing handshake." at ERROR, as if the app had forgotten to answer. Once the refusal's
-    last body message is sent the handshake is over: marking it so silences the false error and
-    changes nothing else (uvicorn has already written the response and closed the transport).
-    """
-
-    async def send(self, message: Any) -> None:
-        await super().send(message)
-        if message["type"] == "websocket.http.response.body" and not message.get("more_body", False):
-            self.handshake_complete = True
-
-
-class TLSWebSocketProtocol(WebSocketProtocol):
-    """WebSocket protocol (after an upgrade on a TLS connection) that adds the TLS extension."""
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)
-        ext = tls_extension(transport)
-        if ext is not None:
-            self.app = _WithTLS(self.config.loaded_app, ext)
