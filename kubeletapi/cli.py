@@ -12,6 +12,7 @@ import asyncio
 import gc
 import logging
 import os
+import resource
 import signal
 import sys
 import time
@@ -56,6 +57,11 @@ def _duration(text: str) -> str:
     return text
 
 
+def _names(text: str) -> list[str]:
+    """A comma-separated list flag (pflag's StringSlice: no trimming)."""
+    return text.split(",") if text else []
+
+
 def _header(text: str) -> tuple[str, str]:
     name, sep, value = text.partition(":")
     if not sep or not name:
@@ -72,6 +78,10 @@ CONFIG_FLAGS: list[tuple[str, tuple[str, ...], Any, str]] = [
     ("--healthz-bind-address", ("healthzBindAddress",), str, "IP address of the healthz server"),
     ("--tls-cert-file", ("tlsCertFile",), str, "serving certificate (a CA chain may follow)"),
     ("--tls-private-key-file", ("tlsPrivateKeyFile",), str, "serving certificate's private key"),
+    ("--tls-cipher-suites", ("tlsCipherSuites",), _names,
+     "comma-separated TLS 1.2 cipher suites, Go's names (e.g. TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256)"),
+    ("--tls-min-version", ("tlsMinVersion",), str,
+     "minimum TLS version: VersionTLS10, VersionTLS11, VersionTLS12 (default) or VersionTLS13"),
     ("--client-ca-file", ("authentication", "x509", "clientCAFile"), str,
      "CA bundle for client certificates (default: the generated CA)"),
     ("--anonymous-auth", ("authentication", "anonymous", "enabled"), _bool, "allow anonymous requests"),
@@ -247,6 +257,22 @@ async def serve(kubelet: Kubelet) -> None:
         await kubelet.stop()
 
 
+def raise_open_file_limit() -> None:
+    """The soft RLIMIT_NOFILE up to the hard limit, as Go programs do at start: every idle
+    connection holds a descriptor, and the soft default (1024) is a few hundred clients away."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == hard:
+        log.info("Open file limit (RLIMIT_NOFILE): %d (the hard limit)", soft)
+        return
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ValueError, OSError) as exc:
+        log.warning("Open file limit (RLIMIT_NOFILE) stays %d: cannot raise it to the hard limit %d: %s",
+                    soft, hard, exc)
+        return
+    log.info("Open file limit (RLIMIT_NOFILE): raised the soft limit from %d to the hard limit %d", soft, hard)
+
+
 def _loop_factory() -> Any:
     try:
         import uvloop  # noqa: PLC0415 - optional speed-up
@@ -289,6 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         cfg, opts = configuration(sys.argv[1:] if argv is None else argv)
         setup_logging(cfg.logging.verbosity)
+        raise_open_file_limit()
         kubelet = Kubelet(cfg, opts)
         with asyncio.Runner(loop_factory=_loop_factory()) as runner:
             runner.run(serve(kubelet))

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kubeletapi.clock import Clock
+from kubeletapi.server.limits import Limits
 from tests.cri.fixtures import cri_env  # noqa: F401 - the session's private containerd, for any test
 from tests.fakehost import FakeHost, FakeNode
 from tests.helpers import Agent, agent_args
@@ -28,11 +29,12 @@ def start_agent(tmp_path: Path) -> Iterator[Callable[..., Agent]]:
     """Start in-process agents with `agent_args(tmp_path, *extra)`; all are stopped afterwards."""
     agents: list[Agent] = []
 
-    def start(*extra: str, clock: object = None, read_only: bool = True, manifests: bool = False) -> Agent:
+    def start(*extra: str, clock: object = None, read_only: bool = True, manifests: bool = False,
+              limits: Limits | None = None) -> Agent:
         if manifests:
             (tmp_path / "manifests").mkdir(exist_ok=True)
             extra = ("--pod-manifest-path", str(tmp_path / "manifests"), *extra)
-        agent = Agent(agent_args(tmp_path, *extra, read_only=read_only), clock)  # type: ignore[arg-type]
+        agent = Agent(agent_args(tmp_path, *extra, read_only=read_only), clock, limits)  # type: ignore[arg-type]
         agents.append(agent)
         return agent
 

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +31,7 @@ from kubeletapi.cli import configuration
 from kubeletapi.clock import Clock
 from kubeletapi.kubelet import Kubelet
 from kubeletapi.runtime.streaming import STDOUT, StreamSession
+from kubeletapi.server.limits import Limits
 from tests.cri.cleanup import cgroup_pids, remove_cgroup_root
 
 LOOPBACK = "127.0.0.1"
@@ -140,10 +141,10 @@ class Listening(ABC):
 class Agent(Listening):
     """A Kubelet built from command-line flags (the real parsing path), run in-process."""
 
-    def __init__(self, args: Sequence[str], clock: Clock | None = None) -> None:
+    def __init__(self, args: Sequence[str], clock: Clock | None = None, limits: Limits | None = None) -> None:
         self.args = list(args)
         cfg, opts = configuration(list(args))
-        self.kubelet = Kubelet(cfg, opts, clock)
+        self.kubelet = Kubelet(cfg, opts, clock, limits)
         self._loop = LoopThread()
         try:
             self._loop.run(self.kubelet.start())
@@ -291,12 +292,13 @@ def load_ca(certs: Path) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
 class AgentProcess:
     """`python -m kubeletapi` as a real process; killed by PID on close."""
 
-    def __init__(self, args: Sequence[str], cwd: Path | None = None, wrapper: Sequence[str] = ()) -> None:
+    def __init__(self, args: Sequence[str], cwd: Path | None = None, wrapper: Sequence[str] = (),
+                 preexec_fn: Callable[[], object] | None = None) -> None:
         """`wrapper`: a command that execs the agent (e.g. prlimit with its limits)."""
         self.proc = subprocess.Popen(
             [*wrapper, sys.executable, "-m", "kubeletapi", *args],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=preexec_fn,  # noqa: PLW1509 - limits only
         )
 
     def wait_healthy(self, healthz_url: str, timeout: float = 20) -> None:

@@ -20,6 +20,7 @@ from kubeletapi.config.model import KubeletConfiguration
 from kubeletapi.config.options import NodeOptions
 from kubeletapi.config.problems import HostFacts, Origin, Problem, problem, raise_if_any
 from kubeletapi.config.startrules import start_problems
+from kubeletapi.config.tlsnames import tls_problems
 
 REDACTED = "<redacted>"
 MAX_PODS = 10000  # kubeletapi's limit (the kubelet has none)
@@ -71,7 +72,7 @@ def problems(cfg: KubeletConfiguration, opts: NodeOptions, host: HostFacts | Non
     gates = FeatureGates(cfg.feature_gates)
     known = host or HostFacts()
     return [*kubelet_problems(cfg, gates, known), *start_problems(cfg, gates, known), *_addresses(cfg),
-            *_access(cfg, opts), *_capacity(cfg)]
+            *_access(cfg, opts), *tls_problems(cfg.tls_cipher_suites, cfg.tls_min_version), *_capacity(cfg)]
 
 
 def validate(cfg: KubeletConfiguration, opts: NodeOptions, origin: Origin | None = None,

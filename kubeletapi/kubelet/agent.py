@@ -38,6 +38,7 @@ from kubeletapi.pki import NodePKI
 from kubeletapi.runtime.logoptions import PodLogOptions
 from kubeletapi.server.app import create_app, create_healthz_app
 from kubeletapi.server.auth import Security
+from kubeletapi.server.limits import Limits
 from kubeletapi.server.listeners import Listener, ListenerSpec
 from kubeletapi.server.tls import server_context
 from kubeletapi.streaming.targets import ContainerStreams, PodPorts
@@ -49,10 +50,13 @@ SYNC_LOOP_PERIOD_S = 1.0
 class Kubelet:
     """One node agent: call start(), then stop()."""
 
-    def __init__(self, cfg: KubeletConfiguration, opts: NodeOptions, clock: Clock | None = None) -> None:
+    def __init__(
+        self, cfg: KubeletConfiguration, opts: NodeOptions, clock: Clock | None = None, limits: Limits | None = None
+    ) -> None:
         self.cfg = cfg.model_copy(deep=True)  # effective values (generated TLS files) are filled in
         self.opts = opts
         self.clock: Clock = clock or RealClock()
+        self.limits = limits or Limits()  # what a connection may cost every listener (tests shorten it)
         self._node_name = nodeinfo.node_name(opts.hostname_override)
         self.node_ips = nodeinfo.node_ips(opts.node_ip)
         self.pki: NodePKI | None = None
@@ -197,13 +201,14 @@ class Kubelet:
         if cfg.enable_server:
             security = Security(self._security.authenticator(tls), self._security.authorizer(), self.node_name)
             app = create_app(self, "secure", metrics, security, cfg.enable_debugging_handlers)
-            ctx = server_context(tls.cert, tls.key, tls.client_ca, cfg.tls_min_version)
-            specs.append(ListenerSpec("secure", cfg.address, cfg.port, app, ctx))
+            ctx = server_context(tls.cert, tls.key, tls.client_ca, cfg.tls_min_version, cfg.tls_cipher_suites)
+            specs.append(ListenerSpec("secure", cfg.address, cfg.port, app, ctx, self.limits))
         if cfg.read_only_port > 0:
             app = create_app(self, "readonly", metrics)
-            specs.append(ListenerSpec("read-only", cfg.address, cfg.read_only_port, app))
+            specs.append(ListenerSpec("read-only", cfg.address, cfg.read_only_port, app, limits=self.limits))
         if cfg.healthz_port > 0:
-            specs.append(ListenerSpec("healthz", cfg.healthz_bind_address, cfg.healthz_port, create_healthz_app(self)))
+            specs.append(ListenerSpec("healthz", cfg.healthz_bind_address, cfg.healthz_port,
+                                      create_healthz_app(self), limits=self.limits))
         return specs
 
     def server_url(self) -> str:

@@ -3,6 +3,9 @@
 Sockets are bound here, before anything is served, so a port in use stops start-up with a
 StartupError naming the address and port. uvicorn's own signal handling and lifespan are not
 used: the command line owns signals and the composition root owns start-up and shutdown.
+Connections are served by server/protocols.py (the listener's Limits), inside TLSProtocol on the
+secure listener (server/tls.py): uvicorn's connection handling, with our protocols in place of
+the ones its own start-up would build.
 """
 
 from __future__ import annotations
@@ -12,13 +15,15 @@ import contextlib
 import logging
 import socket
 import ssl
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import uvicorn
 from starlette.types import ASGIApp
 
 from kubeletapi.errors import StartupError
-from kubeletapi.server.tls import TLSHttpToolsProtocol, TLSWebSocketProtocol, WebSocketProtocol
+from kubeletapi.server.limits import Limits
+from kubeletapi.server.protocols import HttpProtocol, WebSocketProtocol
+from kubeletapi.server.tls import TLSProtocol
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +39,7 @@ class ListenerSpec:
     port: int
     app: ASGIApp
     ssl_context: ssl.SSLContext | None = None
+    limits: Limits = field(default_factory=Limits)
 
 
 def bind(address: str, port: int, name: str) -> socket.socket:
@@ -64,11 +70,10 @@ class Listener:
     def __init__(self, spec: ListenerSpec) -> None:
         self.spec = spec
         self.sock = bind(spec.address, spec.port, spec.name)
-        tls = spec.ssl_context is not None
         config = uvicorn.Config(
             spec.app,
-            http=TLSHttpToolsProtocol if tls else "httptools",
-            ws=TLSWebSocketProtocol if tls else WebSocketProtocol,
+            http="httptools",
+            ws=WebSocketProtocol,
             lifespan="off",
             log_config=None,
             access_log=False,
@@ -78,7 +83,6 @@ class Listener:
             ws_per_message_deflate=False,
         )
         config.load()
-        config.ssl = spec.ssl_context
         self._server = uvicorn.Server(config)
         self._ticker: asyncio.Task[None] | None = None
 
@@ -87,11 +91,22 @@ class Listener:
         return int(self.sock.getsockname()[1])
 
     async def start(self) -> None:
-        self._server.lifespan = self._server.config.lifespan_class(self._server.config)
-        await self._server.startup(sockets=[self.sock])
+        server = self._server
+        server.lifespan = server.config.lifespan_class(server.config)
+        loop = asyncio.get_running_loop()
+        server.servers = [await loop.create_server(self._connection, sock=self.sock, backlog=server.config.backlog)]
+        server.started = True
         self._ticker = asyncio.create_task(self._server.main_loop(), name=f"uvicorn-{self.spec.name}")
         scheme = "https" if self.spec.ssl_context is not None else "http"
         log.info("Started %s server on %s://%s:%d", self.spec.name, scheme, self.spec.address, self.port)
+
+    def _connection(self) -> asyncio.BaseProtocol:
+        """The protocol of one accepted connection."""
+        server = self._server
+        http = HttpProtocol(server.config, server.server_state, server.lifespan.state, self.spec.limits)
+        if self.spec.ssl_context is None:
+            return http
+        return TLSProtocol(http, self.spec.ssl_context, self.spec.limits.header_timeout_s)
 
     async def stop(self) -> None:
         self._server.should_exit = True

@@ -1,8 +1,21 @@
-"""TLS for the secure listener: the server context and the ASGI TLS extension.
+"""TLS for the secure listener: the server context, the TLS protocol and the ASGI TLS extension.
 
-uvicorn does not put the peer certificate in the ASGI scope. The protocol classes below compute
-the ASGI "tls" extension once per connection (from the transport's SSL object) and wrap the app
-for that connection so every request or WebSocket scope carries scope["extensions"]["tls"] with
+server_context() applies tlsMinVersion and tlsCipherSuites (config/tlsnames.py: the kubelet's Go
+names, mapped to OpenSSL's). As Go, the configured suites are preferred in Go's order whatever
+order they are listed in, TLS 1.3 suites are not configurable, and with tlsMinVersion
+VersionTLS13 the list is ignored (logged, as the kubelet does). Suites this OpenSSL cannot offer
+(RC4, 3DES) are left out with a warning; when no TLS 1.2 suite is left, only TLS 1.3 is served,
+which is what Go does with such a list. VersionTLS10 and VersionTLS11 are honoured: OpenSSL 3
+negotiates them only at security level 0, so that level is set for them.
+
+TLSProtocol is asyncio's TLS protocol with one fix: when a handshake fails (a client certificate
+refused, a protocol version or cipher not allowed) asyncio drops the connection without sending
+the alert OpenSSL prepared; here it is sent first, as Go does, so the client's error names the
+reason (e.g. "tlsv1 alert unknown ca", "tlsv1 alert protocol version").
+
+uvicorn does not put the peer certificate in the ASGI scope. with_tls_extension() computes the ASGI
+"tls" extension once per connection (from the transport's SSL object) and wraps the app for that
+connection so every request or WebSocket scope carries scope["extensions"]["tls"] with
 `client_cert_chain` (PEM, leaf first), `client_cert_name`, `tls_version` and `cipher_suite`.
 
 Client certificates are requested and, when presented, verified against the client CA during the
@@ -16,23 +29,30 @@ only re-checks the validity window.
 from __future__ import annotations
 
 import asyncio
+import logging
 import ssl
+import warnings
+from asyncio.sslproto import SSLProtocol
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
+from kubeletapi.config.tlsnames import CipherSuite, go_defaults, suites, tls_problems
 from kubeletapi.errors import StartupError
 
-# Go's crypto/tls default minimum is TLS 1.2; tlsMinVersion values map onto these.
+log = logging.getLogger(__name__)
+
+# tlsMinVersion -> the context's minimum; "" is TLS 1.2 (Go's crypto/tls server default).
 TLS_VERSIONS = {
     "": ssl.TLSVersion.TLSv1_2,
+    "VersionTLS10": ssl.TLSVersion.TLSv1,
+    "VersionTLS11": ssl.TLSVersion.TLSv1_1,
     "VersionTLS12": ssl.TLSVersion.TLSv1_2,
     "VersionTLS13": ssl.TLSVersion.TLSv1_3,
 }
-_WIRE_VERSIONS = {"TLSv1.2": 0x0303, "TLSv1.3": 0x0304}
+_WIRE_VERSIONS = {"TLSv1": 0x0301, "TLSv1.1": 0x0302, "TLSv1.2": 0x0303, "TLSv1.3": 0x0304}
 # ssl's getpeercert() names -> RFC 4514 short names.
 _RDN_NAMES = {
     "commonName": "CN",
@@ -44,12 +64,16 @@ _RDN_NAMES = {
 }
 
 
-def server_context(cert_file: Path, key_file: Path, client_ca: Path | None, min_version: str = "") -> ssl.SSLContext:
-    """A TLS server context; StartupError names the file that cannot be used."""
+def server_context(
+    cert_file: Path, key_file: Path, client_ca: Path | None, min_version: str = "",
+    cipher_suites: Sequence[str] = (),
+) -> ssl.SSLContext:
+    """A TLS server context; StartupError names the file or the setting that cannot be used."""
+    problems = tls_problems(cipher_suites, min_version)
+    if problems:
+        raise StartupError("invalid configuration: " + "; ".join(f"{p.fields[0]}: {p.message}" for p in problems))
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    if min_version not in TLS_VERSIONS:
-        raise StartupError(f"unsupported tlsMinVersion {min_version!r}; use VersionTLS12 or VersionTLS13")
-    ctx.minimum_version = TLS_VERSIONS[min_version]
+    _apply_protocol(ctx, min_version, cipher_suites)
     for path in (cert_file, key_file):
         try:
             path.read_bytes()
@@ -67,6 +91,58 @@ def server_context(cert_file: Path, key_file: Path, client_ca: Path | None, min_
         ctx.verify_mode = ssl.CERT_OPTIONAL
     ctx.options |= ssl.OP_NO_COMPRESSION
     return ctx
+
+
+def _apply_protocol(ctx: ssl.SSLContext, min_version: str, names: Sequence[str]) -> None:
+    """tlsMinVersion, then tlsCipherSuites, onto a fresh context."""
+    minimum = TLS_VERSIONS[min_version]
+    legacy = minimum < ssl.TLSVersion.TLSv1_2
+    with warnings.catch_warnings():  # ssl deprecates the TLSv1 and TLSv1_1 members themselves
+        warnings.simplefilter("ignore", DeprecationWarning)
+        ctx.minimum_version = minimum
+    if minimum == ssl.TLSVersion.TLSv1_3:
+        if names:
+            log.info("Warning: TLS 1.3 cipher suites are not configurable, ignoring --tls-cipher-suites")
+        return
+    if not names and not legacy:
+        return  # OpenSSL's defaults, as before
+    # Without a list, TLS 1.0/1.1 get Go's default suites (its secure ones), which they can use.
+    chosen = suites(names) if names else go_defaults()
+    for suite in chosen:
+        if suite.insecure:
+            log.info("Use of insecure cipher detected. cipher=%s", suite.go_name)
+    usable = [s for s in chosen if s.openssl_name and _available(s)]
+    missing = [s.go_name for s in chosen if s.openssl_name and s not in usable]
+    if missing:
+        log.warning("tlsCipherSuites: %s not available in %s, left out", ", ".join(missing), ssl.OPENSSL_VERSION)
+    if not usable:
+        log.warning("tlsCipherSuites has no TLS 1.2 suite this server can use: only TLS 1.3 clients can connect")
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+        return
+    ctx.set_ciphers(":".join(s.openssl_name for s in usable) + (":@SECLEVEL=0" if legacy else ""))
+
+
+def _available(suite: CipherSuite) -> bool:
+    probe = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        probe.set_ciphers(suite.openssl_name + ":@SECLEVEL=0")
+    except ssl.SSLError:
+        return False
+    return True
+
+
+class TLSProtocol(SSLProtocol):
+    """asyncio's server-side TLS protocol, sending the alert of a failed handshake before closing."""
+
+    def __init__(self, app_protocol: asyncio.BaseProtocol, ctx: ssl.SSLContext, handshake_timeout_s: float) -> None:
+        # typeshed wants a waiter Future and an int timeout; asyncio takes None and any positive number.
+        super().__init__(asyncio.get_running_loop(), app_protocol, ctx, None,  # type: ignore[arg-type]
+                         server_side=True, ssl_handshake_timeout=handshake_timeout_s)  # type: ignore[arg-type]
+
+    def _on_handshake_complete(self, handshake_exc: BaseException | None) -> None:
+        if handshake_exc is not None:
+            self._process_outgoing()  # type: ignore[attr-defined] # writes what OpenSSL queued: the alert
+        super()._on_handshake_complete(handshake_exc)
 
 
 def tls_extension(transport: asyncio.BaseTransport) -> dict[str, Any] | None:
@@ -91,6 +167,12 @@ def tls_extension(transport: asyncio.BaseTransport) -> dict[str, Any] | None:
     }
 
 
+def with_tls_extension(app: ASGIApp, transport: asyncio.BaseTransport) -> ASGIApp:
+    """`app` for one connection: with the TLS extension in every scope on a TLS connection."""
+    ext = tls_extension(transport)
+    return app if ext is None else _WithTLS(app, ext)
+
+
 class _WithTLS:
     """Wraps the app of one connection to add the TLS extension to every scope."""
 
@@ -103,39 +185,3 @@ class _WithTLS:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         scope["extensions"] = {**(scope.get("extensions") or {}), "tls": self.ext}
         await self.app(scope, receive, send)
-
-
-class TLSHttpToolsProtocol(HttpToolsProtocol):
-    """httptools HTTP/1.1 protocol that adds the ASGI TLS extension."""
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        ext = tls_extension(transport)
-        if ext is not None:
-            self.app = _WithTLS(self.config.loaded_app, ext)
-
-
-class WebSocketProtocol(WebSocketsSansIOProtocol):
-    """uvicorn's sans-I/O WebSocket protocol, quiet about handshakes refused with an HTTP answer.
-
-    A handshake the agent refuses (401, 403, 404, 405, 500 for exec) is answered through the ASGI
-    `websocket.http.response` extension; uvicorn then still logs "ASGI callable returned without
-    completing handshake." at ERROR, as if the app had forgotten to answer. Once the refusal's
-    last body message is sent the handshake is over: marking it so silences the false error and
-    changes nothing else (uvicorn has already written the response and closed the transport).
-    """
-
-    async def send(self, message: Any) -> None:
-        await super().send(message)
-        if message["type"] == "websocket.http.response.body" and not message.get("more_body", False):
-            self.handshake_complete = True
-
-
-class TLSWebSocketProtocol(WebSocketProtocol):
-    """WebSocket protocol (after an upgrade on a TLS connection) that adds the TLS extension."""
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)
-        ext = tls_extension(transport)
-        if ext is not None:
-            self.app = _WithTLS(self.config.loaded_app, ext)

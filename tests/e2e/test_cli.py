@@ -110,6 +110,18 @@ def test_every_problem_is_reported_at_once_with_its_flag(tmp_path: Path) -> None
     ]
 
 
+def test_unknown_tls_names_exit_1_naming_the_setting(tmp_path: Path) -> None:
+    """As the kubelet: a cipher suite or TLS version it does not know stops start-up."""
+    result = run_cli(*agent_args(tmp_path, "--tls-cipher-suites", "TLS_RSA_WITH_RC4_128_SHA,TLS_FOO",
+                                 "--tls-min-version", "VersionTLS9"))
+    assert result.returncode == 1
+    assert ("tlsCipherSuites (--tls-cipher-suites, given on the command line): Cipher suite TLS_FOO not supported "
+            "or doesn't exist" in result.stderr)
+    assert ("tlsMinVersion (--tls-min-version, given on the command line): unknown tls version 'VersionTLS9'"
+            in result.stderr)
+    assert not (tmp_path / "certs").exists()
+
+
 def test_bad_flag_exits_1(tmp_path: Path) -> None:
     result = run_cli("--port", "many", *agent_args(tmp_path)[2:])
     assert result.returncode == 1

@@ -3,6 +3,8 @@
 The form is the query plus, for a urlencoded POST body, the body (Go's ParseForm);
 only_cpu_and_memory applies only when given exactly once with the value `true`. A form that Go
 would refuse to parse is a 400 here (the kubelet answers 500 "Internal Error: parse form failed").
+The body is at most the listener's body limit (server/limits.py: 413 beyond it, before this
+handler runs; Go's ParseForm would read up to 10 MiB).
 A summary that cannot be built is the kubelet's 500 `Internal Error: <reason>`.
 """
 
@@ -19,7 +21,6 @@ from kubeletapi.server.host import Host
 from kubeletapi.server.routing import authz
 
 JSON_TYPE = "application/json"
-MAX_FORM_BYTES = 10 << 20  # net/http's cap on a urlencoded body
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
@@ -36,11 +37,7 @@ async def _form(request: Request) -> list[tuple[str, str]]:
     pairs: list[tuple[str, str]] = []
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if request.method == "POST" and content_type == "application/x-www-form-urlencoded":
-        body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > MAX_FORM_BYTES:
-                raise InvalidInput("parse form failed: http: POST too large")
+        body = await request.body()
         pairs += _pairs(body.decode("latin-1"), "the body")
     return pairs + _pairs(request.url.query, "the query")
 

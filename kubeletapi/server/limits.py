@@ -1,0 +1,58 @@
+"""What one connection may cost every listener before the app sees a request (server/protocols.py).
+
+- Request line and headers: at most MAX_HEADER_BYTES, as the kubelet's servers (MaxHeaderBytes
+  1 MiB, which Go's net/http stretches by 4 KiB of read buffer). Beyond that the answer is Go's
+  `431 Request Header Fields Too Large` and the connection closes; nothing more is read or kept.
+- Header timeout: a connection must deliver a complete request head within HEADER_TIMEOUT_S of
+  being accepted (of its first byte for later requests on a keep-alive connection), and a TLS
+  handshake must finish within the same time; otherwise it is closed without an answer (Go's
+  ReadHeaderTimeout). The kubelet itself only has ReadTimeout 4h; 1,100 connections that sent
+  nothing exhausted the agent's file descriptors. 30 s is far above any real client (they send
+  the head right after connecting; even 1 MiB at 1 Mbit/s takes 8 s) and as long as nginx's and
+  Apache's defaults for the same timeout, while an attacker now needs a steady 34 new connections
+  per second to hold 1,024 descriptors.
+- Request body: at most MAX_BODY_BYTES on every route, answered `413 Request Entity Too Large`:
+  at once when Content-Length says so (before routing and authentication), else as soon as the
+  streamed body passes the limit. The kubelet sets no limit; none of its handlers reads a body
+  except POST /stats/summary's form (Go's ParseForm reads up to 10 MiB for a form of one field).
+  One limit serves every route today; a later route that accepts submissions declares its own
+  here, as the rule of that route.
+The idle time between keep-alive requests stays the kubelet's IdleTimeout (90 s, listeners.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MAX_HEADER_BYTES = 1 << 20
+GO_READ_SLOP = 4096  # net/http: initialReadLimitSize = MaxHeaderBytes + 4096
+HEADER_TIMEOUT_S = 30.0
+MAX_BODY_BYTES = 1 << 20
+# After a refusal: the response goes out, reading stops, and the connection is dropped this much
+# later (net/http's rstAvoidanceDelay), so the client can read the answer before the reset.
+LINGER_S = 0.5
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The limits of one listener (tests shorten the timeout)."""
+
+    max_header_bytes: int = MAX_HEADER_BYTES
+    header_timeout_s: float = HEADER_TIMEOUT_S
+    max_body_bytes: int = MAX_BODY_BYTES
+    linger_s: float = LINGER_S
+
+    @property
+    def head_read_limit(self) -> int:
+        """Bytes a request head may take on the wire, request line included."""
+        return self.max_header_bytes + GO_READ_SLOP
+
+
+def refusal(status: int, reason: str) -> bytes:
+    """net/http's answer to a request it refuses before any handler: plain text, no length, close."""
+    text = f"{status} {reason}"
+    return (f"HTTP/1.1 {text}\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n{text}").encode()
+
+
+HEADERS_TOO_LARGE = refusal(431, "Request Header Fields Too Large")
+BODY_TOO_LARGE = refusal(413, "Request Entity Too Large")
