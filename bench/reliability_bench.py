@@ -28,21 +28,12 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchkit import Client, agent_args, pct, purge, stop_pods, wait
+from ports import free_ports
 from results_md import update_section
 from stats_bench import PODS, manifest, running_containers, start_pods
 
 SECTION = "Reliability (issue 13): hostile input"
 BIG = 10_000
-
-
-def free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 class Agent:

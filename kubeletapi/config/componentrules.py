@@ -8,9 +8,10 @@ from collections.abc import Iterable
 
 from kubeletapi.api.quantity import QuantityError, coerce_quantity
 from kubeletapi.config.featuregates import FeatureGates
-from kubeletapi.config.gosyntax import go_quote, url_error, url_scheme
+from kubeletapi.config.gosyntax import url_error, url_scheme
 from kubeletapi.config.model import KubeletConfiguration
 from kubeletapi.config.problems import HostFacts, Problem, problem
+from kubeletapi.gofmt import go_quote
 
 TRACING_SCHEMES = ("dns", "unix", "unix-abstract")
 

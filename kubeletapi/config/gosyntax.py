@@ -1,12 +1,12 @@
 """Go's parsers and printers that the kubelet's configuration checks use, restated with Go's errors.
 
-- go_quote: fmt's %q of a string (strconv.Quote);
 - parse_float32: strconv.ParseFloat(s, 32) (eviction percentages);
 - atoi: strconv.Atoi (cpuset lists), parse_int: strconv.ParseInt(s, 10, 0) (qosReserved);
 - cpuset_error: k8s.io/utils/cpuset.Parse's error for a CPU list, without building the set (a
   hostile "0-2000000000" costs nothing here);
 - url_error: what net/url.Parse and the tracing endpoint check refuse.
-Each raises (or returns) the text Go would, so messages match the kubelet's.
+Each raises (or returns) the text Go would, so messages match the kubelet's. Go's printers (%q,
+float formatting) are kubeletapi.gofmt's.
 """
 
 from __future__ import annotations
@@ -15,31 +15,14 @@ import math
 import re
 import struct
 
-_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v",
-            "\\": "\\\\", '"': '\\"'}
+from kubeletapi.gofmt import go_quote
+
 _DECIMAL_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _HEX_FLOAT = re.compile(r"[+-]?0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+")
 _SPECIAL_FLOAT = re.compile(r"[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
 _INT = re.compile(r"[+-]?[0-9]+")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 _INT_BITS = 64
-
-
-def go_quote(text: str) -> str:
-    """fmt's %q: a double-quoted Go string literal (printable characters kept as they are)."""
-    out = []
-    for char in text:
-        if char in _ESCAPES:
-            out.append(_ESCAPES[char])
-        elif char.isprintable():
-            out.append(char)
-        elif ord(char) < 0x80:
-            out.append(f"\\x{ord(char):02x}")
-        elif ord(char) < 0x10000:
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(f"\\U{ord(char):08x}")
-    return '"' + "".join(out) + '"'
 
 
 def _syntax(func: str, text: str) -> ValueError:
@@ -119,31 +102,3 @@ def url_scheme(raw: str) -> str:
     if sep and _SCHEME.fullmatch(scheme):
         return scheme.lower()
     return ""
-
-
-def go_float(value: float) -> str:
-    """fmt's %v of a float64 (%g, shortest): %e form when the decimal exponent is < -4 or >= 6."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    if value == 0:
-        return "-0" if math.copysign(1.0, value) < 0 else "0"
-    sign = "-" if value < 0 else ""
-    digits, exponent = _shortest(abs(value))
-    if exponent < -4 or exponent >= 6:
-        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-        return f"{sign}{mantissa}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}"
-    if exponent < 0:
-        return f"{sign}0.{'0' * (-exponent - 1)}{digits}"
-    whole, frac = digits[: exponent + 1].ljust(exponent + 1, "0"), digits[exponent + 1:]
-    return f"{sign}{whole}{'.' + frac if frac else ''}"
-
-
-def _shortest(value: float) -> tuple[str, int]:
-    """The shortest round-tripping decimal digits of a positive float and its decimal exponent."""
-    mantissa, _, exp = f"{value!r}".partition("e")
-    whole, _, frac = mantissa.partition(".")
-    digits = (whole + frac).lstrip("0")
-    exponent = (int(exp) if exp else 0) + len(whole) - 1 - (len(whole + frac) - len((whole + frac).lstrip("0")))
-    return digits.rstrip("0") or "0", exponent

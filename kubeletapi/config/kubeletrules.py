@@ -18,9 +18,10 @@ from kubeletapi.api.quantity import QuantityError, coerce_quantity
 from kubeletapi.config.componentrules import logging, tracing
 from kubeletapi.config.durations import Duration
 from kubeletapi.config.featuregates import FeatureGates
-from kubeletapi.config.gosyntax import cpuset_error, go_float, go_quote
+from kubeletapi.config.gosyntax import cpuset_error
 from kubeletapi.config.model import KubeletConfiguration
 from kubeletapi.config.problems import HostFacts, Problem, problem
+from kubeletapi.gofmt import go_float, go_quote
 
 INVALID = "invalid configuration: "
 KUBELET_MINOR = 35  # kubeletapi answers as a 1.35 kubelet (showHiddenMetricsForVersion)

@@ -13,9 +13,10 @@ from collections.abc import Iterable, Mapping
 from kubeletapi.api.quantity import Quantity, QuantityError
 from kubeletapi.config.durations import Duration
 from kubeletapi.config.featuregates import FeatureGates
-from kubeletapi.config.gosyntax import go_quote, parse_float32, parse_int, to_float32
+from kubeletapi.config.gosyntax import parse_float32, parse_int, to_float32
 from kubeletapi.config.model import KubeletConfiguration
 from kubeletapi.config.problems import HostFacts, Problem, problem
+from kubeletapi.gofmt import go_quote
 
 SIGNALS = frozenset({
     "memory.available", "allocatableMemory.available", "nodefs.available", "nodefs.inodesFree",

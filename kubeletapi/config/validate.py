@@ -14,13 +14,13 @@ from typing import Any
 
 from kubeletapi.api.quantity import Quantity, QuantityError
 from kubeletapi.config.featuregates import FeatureGates
-from kubeletapi.config.gosyntax import go_quote
 from kubeletapi.config.kubeletrules import kubelet_problems
 from kubeletapi.config.model import KubeletConfiguration
 from kubeletapi.config.options import NodeOptions
 from kubeletapi.config.problems import HostFacts, Origin, Problem, problem, raise_if_any
 from kubeletapi.config.startrules import start_problems
 from kubeletapi.config.tlsnames import tls_problems
+from kubeletapi.gofmt import go_quote
 
 REDACTED = "<redacted>"
 MAX_PODS = 10000  # kubeletapi's limit (the kubelet has none)

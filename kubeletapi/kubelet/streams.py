@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 from kubeletapi.api.core_v1 import Pod
 from kubeletapi.errors import NotFound, Unavailable
+from kubeletapi.gofmt import go_quote
 from kubeletapi.pods.queries import PodQueries
 from kubeletapi.runtime.streaming import Streamer, StreamOptions, StreamSession
-from kubeletapi.streaming.gofmt import go_quote
 from kubeletapi.streaming.targets import ContainerStreams, PodPorts
 
 

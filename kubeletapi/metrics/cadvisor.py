@@ -75,6 +75,7 @@ from collections.abc import Callable
 from operator import itemgetter
 
 from kubeletapi.cgroups.stats import MemoryStats
+from kubeletapi.gofmt import go_float
 from kubeletapi.metrics.cadvisor_specs import (
     CONTAINER_FAMILIES,
     DEFAULT_SETS,
@@ -90,7 +91,7 @@ from kubeletapi.metrics.cadvisor_specs import (
     MachineFamily,
     Target,
 )
-from kubeletapi.metrics.exposition import escape, go_float
+from kubeletapi.metrics.exposition import escape
 from kubeletapi.stats.machine import MachineInfo
 from kubeletapi.stats.snapshot import NS_PER_S, DiskIO, FsSample, Observed, SampleSource, Snapshot
 

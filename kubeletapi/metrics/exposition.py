@@ -8,52 +8,14 @@ optional millisecond timestamps, label values escaped as the text format require
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+
+from kubeletapi.gofmt import go_float
 
 Labels = tuple[tuple[str, str], ...]
 # (sample name, labels, value, timestamp in ms or None)
 Sample = tuple[str, Labels, float, int | None]
-
-_EXACT_INT = 1 << 53
-
-
-def go_float(value: float) -> str:
-    """Go's FormatFloat(v, 'g', -1, 64): shortest digits, exponent form when exp < -4 or >= 21...
-    for the shortest precision Go uses 6 as the threshold: 1e+06, 123456, 1.5e-05."""
-    if isinstance(value, int) and not isinstance(value, bool) and -_EXACT_INT < value < _EXACT_INT:
-        if -1_000_000 < value < 1_000_000:
-            return str(value)
-        return _exp_form(str(abs(value)), len(str(abs(value))) - 1, value < 0)
-    v = float(value)
-    if math.isnan(v):
-        return "NaN"
-    if math.isinf(v):
-        return "+Inf" if v > 0 else "-Inf"
-    if v == 0:
-        return "-0" if math.copysign(1.0, v) < 0 else "0"
-    text = repr(abs(v))
-    if "e" in text:
-        mantissa, exp_text = text.split("e")
-        digits = mantissa.replace(".", "")
-        exp = int(exp_text)
-    else:
-        whole, _, frac = text.partition(".")
-        frac = frac.rstrip("0")
-        digits = (whole + frac).lstrip("0")
-        exp = len(whole) - 1 if whole != "0" else -(len(frac) - len(frac.lstrip("0")) + 1)
-    if -4 <= exp < 6:
-        return ("-" if v < 0 else "") + (text[:-2] if text.endswith(".0") else text)
-    return _exp_form(digits, exp, v < 0)
-
-
-def _exp_form(digits: str, exp: int, negative: bool) -> str:
-    digits = digits.rstrip("0") or "0"
-    mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-    sign = "-" if exp < 0 else "+"
-    return f"{'-' if negative else ''}{mantissa}e{sign}{abs(exp):02d}"
-
 
 def escape(value: str) -> str:
     if "\\" in value or '"' in value or "\n" in value:

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 from kubeletapi.aio import cancel_and_wait
 from kubeletapi.errors import InvalidInput, KubeletError
+from kubeletapi.gofmt import go_quote
 from kubeletapi.streaming.conn import ChannelConn, Disconnected
-from kubeletapi.streaming.gofmt import go_quote
 from kubeletapi.streaming.targets import PodPorts
 
 log = logging.getLogger(__name__)

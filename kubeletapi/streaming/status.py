@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeletapi.api import gojson
-from kubeletapi.streaming.gofmt import go_list
+from kubeletapi.gofmt import go_list
 
 
 @dataclass(frozen=True)

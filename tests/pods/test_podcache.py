@@ -76,15 +76,21 @@ def sleeper(name: str) -> Pod:
     return make_static(base, "n", "file", f"/x/{name}.yaml", dt.datetime.now(dt.UTC))
 
 
+def syncing(tmp_path: Path, kind: type[CountingRuntime] = CountingRuntime
+            ) -> tuple[CountingRuntime, PLEG, StatusStore, PodSyncer]:
+    """A syncer over a counting process runtime, with its PLEG (pod cache) and status store."""
+    clock = RealClock()
+    node = NodeEnv(node_name="n", node_ip="127.0.0.1", root_dir=tmp_path, pod_logs_dir=tmp_path / "logs")
+    runtime = kind(tmp_path / "state", shim_path(), clock)
+    runtime.lists = Counter()
+    pleg = PLEG(runtime, clock)
+    statuses = StatusStore()
+    return runtime, pleg, statuses, PodSyncer(runtime, node, clock, Backoff(clock), PodVolumes(node), pleg, statuses)
+
+
 def test_syncs_list_only_their_pod_and_only_after_a_change(tmp_path: Path) -> None:
     async def go() -> None:
-        clock = RealClock()
-        node = NodeEnv(node_name="n", node_ip="127.0.0.1", root_dir=tmp_path, pod_logs_dir=tmp_path / "logs")
-        runtime = CountingRuntime(tmp_path / "state", shim_path(), clock)
-        runtime.lists = Counter()
-        pleg = PLEG(runtime, clock)
-        statuses = StatusStore()
-        syncer = PodSyncer(runtime, node, clock, Backoff(clock), PodVolumes(node), pleg, statuses)
+        runtime, pleg, statuses, syncer = syncing(tmp_path)
         pods = [sleeper("a"), sleeper("b")]
         try:
             await pleg.relist()
@@ -134,12 +140,8 @@ def test_a_relist_begun_before_a_sync_cannot_hide_its_container(tmp_path: Path) 
             return listed
 
     async def go() -> None:
-        clock = RealClock()
-        node = NodeEnv(node_name="n", node_ip="127.0.0.1", root_dir=tmp_path, pod_logs_dir=tmp_path / "logs")
-        runtime = SlowLister(tmp_path / "state", shim_path(), clock)
-        runtime.lists = Counter()
-        pleg = PLEG(runtime, clock)
-        syncer = PodSyncer(runtime, node, clock, Backoff(clock), PodVolumes(node), pleg, StatusStore())
+        runtime, pleg, _, syncer = syncing(tmp_path, SlowLister)
+        assert isinstance(runtime, SlowLister)
         pod = sleeper("a")
         try:
             await pleg.relist()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from kubeletapi.gofmt import go_list, go_quote
 from kubeletapi.streaming import status as st
-from kubeletapi.streaming.gofmt import go_list, go_quote
 
 EXIT_3 = (
     b'{"status":"Failure","message":"command terminated with non-zero exit code: error executing command '

@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from kubeletapi.config.gosyntax import atoi, cpuset_error, go_float, go_quote, parse_float32, url_error, url_scheme
+from kubeletapi.config.gosyntax import atoi, cpuset_error, parse_float32, url_error, url_scheme
+from kubeletapi.gofmt import go_float, go_quote
 
 P = pytest.param
 
