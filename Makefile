@@ -60,8 +60,10 @@ FAST_TESTS := -m "not e2e and not cri and not slow" --ignore=tests/e2e --ignore=
 test-fast: venv
 	$(BIN)/pytest -n 4 --dist worksteal $(FAST_TESTS)
 
+# The published API: one document per listener (tests/server/test_openapi.py checks they are current).
 openapi: venv
-	$(BIN)/python -m kubeletapi.openapi_doc > openapi/kubeletapi.json
+	$(BIN)/python -m kubeletapi.openapi_doc secure > openapi/kubeletapi.json
+	$(BIN)/python -m kubeletapi.openapi_doc readonly > openapi/kubeletapi-readonly.json
 
 # The CRI client's stubs from kubeletapi/runtime/cri/api.proto (committed; a test checks they match).
 proto: venv

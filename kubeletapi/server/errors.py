@@ -24,6 +24,24 @@ _STATUS: list[tuple[type[errors.KubeletError], int, str]] = [
 ]
 
 
+# The published schema of status_body's objects (openapi: components/schemas/Status).
+STATUS_SCHEMA: dict[str, object] = {
+    "title": "Status",
+    "description": "A metav1 Status failure object.",
+    "type": "object",
+    "required": ["kind", "apiVersion", "metadata", "status", "message", "reason", "code"],
+    "properties": {
+        "kind": {"const": "Status"},
+        "apiVersion": {"const": "v1"},
+        "metadata": {"type": "object"},
+        "status": {"const": "Failure"},
+        "message": {"type": "string"},
+        "reason": {"type": "string", "enum": sorted({reason for _, _, reason in _STATUS} | {"BadRequest"})},
+        "code": {"type": "integer"},
+    },
+}
+
+
 def status_body(code: int, reason: str, message: str) -> dict[str, object]:
     """A metav1 Status failure object."""
     return {
