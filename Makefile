@@ -76,6 +76,7 @@ bench: venv deb
 	$(BIN)/python bench/stream_bench.py
 	$(BIN)/python bench/cri_bench.py
 	$(BIN)/python bench/limits_bench.py
+	$(BIN)/python bench/api_bench.py
 
 clean:
 	rm -rf $(VENV) .run .mypy_cache .pytest_cache .ruff_cache .coverage .coverage.* htmlcov
