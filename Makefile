@@ -60,8 +60,10 @@ FAST_TESTS := -m "not e2e and not cri and not slow" --ignore=tests/e2e --ignore=
 test-fast: venv
 	$(BIN)/pytest -n 4 --dist worksteal $(FAST_TESTS)
 
+# The published API: one document per listener (tests/server/test_openapi.py checks they are current).
 openapi: venv
-	$(BIN)/python -m kubeletapi.openapi_doc > openapi/kubeletapi.json
+	$(BIN)/python -m kubeletapi.openapi_doc secure > openapi/kubeletapi.json
+	$(BIN)/python -m kubeletapi.openapi_doc readonly > openapi/kubeletapi-readonly.json
 
 # The CRI client's stubs from kubeletapi/runtime/cri/api.proto (committed; a test checks they match).
 proto: venv
@@ -76,6 +78,7 @@ bench: venv deb
 	$(BIN)/python bench/limits_bench.py
 	$(BIN)/python bench/crash_bench.py
 	$(BIN)/python bench/reliability_bench.py
+	$(BIN)/python bench/api_bench.py
 
 clean:
 	rm -rf $(VENV) .run .mypy_cache .pytest_cache .ruff_cache .coverage .coverage.* htmlcov

@@ -10,9 +10,10 @@ Middleware order, outermost first: proxy alias, instrumentation, auth (secure on
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kubeletapi import __version__
@@ -28,30 +29,43 @@ from kubeletapi.server.instrumentation import (
     DEBUGGING_DISABLED_BUCKETS,
     InstrumentationMiddleware,
 )
+from kubeletapi.server.listenerdoc import Listener, listener_document
 from kubeletapi.server.proxy_alias import ProxyAliasMiddleware
 from kubeletapi.server.routes import configz, debug_disabled, exec, healthz, logs, metrics, openapi, pods, run, stats
 
 Role = Literal["secure", "readonly"]
 TITLE = "kubeletapi"
-DESCRIPTION = (
-    "The kubelet HTTP API served by kubeletapi. Each operation's `x-kubelet-authz` names the "
-    "nodes/<subresource> list it is authorized against on the secure port."
-)
 
 
-def _base_app(host: Host) -> FastAPI:
-    app = FastAPI(
-        title=TITLE, version=__version__, description=DESCRIPTION,
-        openapi_url=None, docs_url=None, redoc_url=None, redirect_slashes=False,
-    )
+class ListenerApp(FastAPI):
+    """The routes of one listener; its OpenAPI document is that listener's (server/listenerdoc.py)."""
+
+    def __init__(self, listener: Listener) -> None:
+        super().__init__(title=TITLE, version=__version__, openapi_url=None, docs_url=None, redoc_url=None,
+                         redirect_slashes=False, generate_unique_id_function=_operation_id)
+        self.listener = listener
+
+    def openapi(self) -> dict[str, Any]:
+        if self.openapi_schema is None:
+            self.openapi_schema = listener_document(self.routes, self.listener, self.title, self.version)
+        return self.openapi_schema
+
+
+def _operation_id(route: APIRoute) -> str:
+    """`<handler>_<method>` (every route serves one method, or its operation id is explicit)."""
+    return f"{route.name}_{min(route.methods or {'GET'}).lower()}"
+
+
+def _base_app(host: Host, listener: Listener) -> ListenerApp:
+    app = ListenerApp(listener)
     app.state.host = host
     errors.install(app)
     return app
 
 
 def api(host: Host, role: Role, debugging_handlers: bool = True) -> FastAPI:
-    """The routes of a listener, without middleware (also the source of the OpenAPI document)."""
-    app = _base_app(host)
+    """The routes of a listener, without middleware (also the source of its OpenAPI document)."""
+    app = _base_app(host, role)
     # Routes are added to the app itself (not through include_router) so app.routes is flat:
     # the auth middleware and the route-walking test read each route's declaration.
     healthz.install(app, host.health_checks())
@@ -95,7 +109,7 @@ def create_app(
 
 def create_healthz_app(host: Host) -> ASGIApp:
     """The healthz listener: only the ping check, as the kubelet's port 10248."""
-    app = _base_app(host)
+    app = _base_app(host, "healthz")
     healthz.install(app, [PingCheck()])
     return _NotFoundFirst(app)
 

@@ -12,6 +12,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from kubeletapi import errors
+from kubeletapi.server.routing import allowed_methods
 
 _STATUS: list[tuple[type[errors.KubeletError], int, str]] = [
     (errors.NotFound, 404, "NotFound"),
@@ -21,6 +22,24 @@ _STATUS: list[tuple[type[errors.KubeletError], int, str]] = [
     (errors.Unavailable, 503, "ServiceUnavailable"),
     (errors.KubeletError, 500, "InternalError"),
 ]
+
+
+# The published schema of status_body's objects (openapi: components/schemas/Status).
+STATUS_SCHEMA: dict[str, object] = {
+    "title": "Status",
+    "description": "A metav1 Status failure object.",
+    "type": "object",
+    "required": ["kind", "apiVersion", "metadata", "status", "message", "reason", "code"],
+    "properties": {
+        "kind": {"const": "Status"},
+        "apiVersion": {"const": "v1"},
+        "metadata": {"type": "object"},
+        "status": {"const": "Failure"},
+        "message": {"type": "string"},
+        "reason": {"type": "string", "enum": sorted({reason for _, _, reason in _STATUS} | {"BadRequest"})},
+        "code": {"type": "integer"},
+    },
+}
 
 
 def status_body(code: int, reason: str, message: str) -> dict[str, object]:
@@ -48,8 +67,9 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     if exc.status_code == 404:
         return PlainTextResponse("404 page not found\n", 404, headers={"X-Content-Type-Options": "nosniff"})
     if exc.status_code == 405:
-        # go-restful's answer for a known path with the wrong method.
-        return PlainTextResponse("405: Method Not Allowed", 405, headers=exc.headers)
+        # go-restful's answer for a known path with the wrong method, listing every method served there.
+        allow = ", ".join(allowed_methods(request.app.routes, request.scope))
+        return PlainTextResponse("405: Method Not Allowed", 405, headers={**(exc.headers or {}), "Allow": allow})
     return PlainTextResponse(str(exc.detail), exc.status_code, headers=exc.headers)
 
 

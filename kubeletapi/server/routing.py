@@ -6,7 +6,7 @@ openapi/kubeletapi.json, and the auth middleware reads it from the matched route
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ClassVar
 
 from fastapi.routing import APIRoute
@@ -14,13 +14,25 @@ from starlette.routing import BaseRoute, Match
 from starlette.types import Receive, Scope, Send
 
 AUTHZ_KEY = "x-kubelet-authz"
-# Go's ServeMux and go-restful handlers that do not check the method accept all of these.
-ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+# Go's ServeMux and go-restful handlers that do not check the method accept any method: these are
+# the ones an OpenAPI document can name (an extension method such as QUERY gets a 405).
+ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"]
 
 
 def authz(*subresources: str) -> dict[str, Any]:
     """openapi_extra for a route authorized as nodes/<subresources[0]>, then the others."""
     return {AUTHZ_KEY: {"resource": "nodes", "subresources": list(subresources)}}
+
+
+def allowed_methods(routes: Sequence[BaseRoute], scope: Scope) -> list[str]:
+    """Every method some route serves at the request's path: a 405's `Allow` (Starlette's names only
+    the methods of the first route on the path, and paths here have one route per method)."""
+    methods: set[str] = set()
+    probe = {**scope, "type": "http"}
+    for route in routes:
+        if route.matches(probe)[0] is not Match.NONE:
+            methods |= getattr(route, "methods", None) or set()
+    return [m for m in ALL_METHODS if m in methods] + sorted(methods - set(ALL_METHODS))
 
 
 def route_subresources(route: BaseRoute) -> tuple[str, ...] | None:

@@ -86,7 +86,7 @@ def test_debugging_handlers_disabled_on_secure_port(start_agent: Callable[..., A
         assert client.get(agent.url(path="/exec/ns/p/c")).status_code == 401  # still authenticated first
 
 
-@pytest.mark.parametrize("method", ["GET", "HEAD", "POST", "PUT", "DELETE"])
+@pytest.mark.parametrize("method", ["GET", "HEAD", "POST", "PUT", "DELETE", "TRACE"])
 def test_healthz_answers_every_method(node: FakeNode, method: str) -> None:
     with node.admin() as client:
         response = client.request(method, node.url(path="/healthz"))

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from fastapi import FastAPI, Request
+from pydantic import BaseModel
 from starlette.responses import Response
 
 from kubeletapi.api.gojson import JSON_TYPE, dumps
+from kubeletapi.config import KubeletConfiguration
+from kubeletapi.server.apidoc import documented, model
 from kubeletapi.server.host import Host
-from kubeletapi.server.routing import authz
+
+
+class Configz(BaseModel):
+    """The /configz answer."""
+
+    kubeletconfig: KubeletConfiguration
 
 
 async def configz(request: Request) -> Response:
@@ -17,4 +25,5 @@ async def configz(request: Request) -> Response:
 
 
 def install(app: FastAPI) -> None:
-    app.add_api_route("/configz", configz, methods=["GET"], openapi_extra=authz("configz", "proxy"), tags=["configz"])
+    doc = documented(("configz", "proxy"), {200: model("The effective configuration, secrets redacted.", Configz)})
+    app.add_api_route("/configz", configz, methods=["GET"], tags=["configz"], **doc)

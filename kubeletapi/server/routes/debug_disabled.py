@@ -1,6 +1,8 @@
 """Placeholders answering 405 `Debug endpoints are disabled.` (read-only port, or
 enableDebuggingHandlers: false), as the kubelet's InstallDebuggingDisabledHandlers does; WebSocket
-handshakes on these paths (an exec client) get the same HTTP answer."""
+handshakes on these paths (an exec client) get the same HTTP answer. They are left out of the
+listener's OpenAPI document, which lists what a client can use and names these in its description
+(server/listenerdoc.py)."""
 
 from __future__ import annotations
 

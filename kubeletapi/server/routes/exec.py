@@ -21,8 +21,9 @@ from starlette.types import Receive, Scope, Send
 
 from kubeletapi.errors import InvalidInput, KubeletError, NotFound
 from kubeletapi.runtime.streaming import StreamOptions
+from kubeletapi.server.apidoc import ContainerName, Doc, Namespace, PodName, PodUID, documented, options, query, text
 from kubeletapi.server.host import Host
-from kubeletapi.server.routing import WebSocketApp, authz, upgradable
+from kubeletapi.server.routing import WebSocketApp, upgradable
 from kubeletapi.streaming.asgi import AsgiWebSocket
 from kubeletapi.streaming.conn import ChannelConn
 from kubeletapi.streaming.portforward import parse_ports, serve_port_forward
@@ -31,12 +32,45 @@ from kubeletapi.streaming.remotecommand import RemoteCommand, parse_command, par
 from kubeletapi.streaming.targets import ContainerStreams, PodPorts
 
 Query = Sequence[tuple[str, str]]
-RESPONSES: dict[int | str, dict[str, Any]] = {
-    400: {"description": "Invalid stream options or ports"},
-    403: {"description": "Forbidden, or no common WebSocket subprotocol"},
-    404: {"description": "No such pod"},
-    500: {"description": "No such running container or sandbox, or `Upgrade request required`"},
+UPGRADE = ("A WebSocket handshake (GET, `Upgrade: websocket`) offering a channel.k8s.io subprotocol "
+           "(v5, v4, base64, v1; port-forward: v4.channel.k8s.io / portforward.k8s.io) is upgraded and the "
+           "session served; SPDY is not supported. Any other request gets the same checks, then 500 "
+           "`Upgrade request required`.")
+SWITCHED: Doc = {"description": "Switching Protocols: the WebSocket session.", "headers": {
+    "Sec-WebSocket-Protocol": {"description": "The subprotocol chosen.", "schema": {"type": "string"}}}}
+REFUSALS: dict[int | str, Doc] = {
+    404: text("No such pod (or another UID).", "pod does not exist"),
+    500: text("No running container (or sandbox), or not an upgrade request.", "Upgrade request required\n"),
 }
+_ON = {"const": "1"}
+STREAM_OPTIONS = options(
+    "StreamOptions",
+    {"input": {"type": "string", "description": "`1`: attach stdin."},
+     "output": {"type": "string", "description": "`1`: attach stdout."},
+     "error": {"type": "string", "description": "`1`: attach stderr (dropped under a tty)."},
+     "tty": {"type": "string", "description": "`1`: allocate a terminal."}},
+    "The streams, each on only when exactly `1`: at least one of stdin, stdout and stderr (else 400).",
+    required=True,
+    anyOf=[{"required": ["input"], "properties": {"input": _ON}},
+           {"required": ["output"], "properties": {"output": _ON}},
+           {"required": ["error"], "properties": {"error": _ON},
+            "not": {"required": ["tty"], "properties": {"tty": _ON}}}],
+)
+COMMAND = query("command", {"type": "array", "items": {"type": "string"}, "examples": [["sh", "-c", "date"]]},
+                "The argv, one value per argument (repeatable).")
+PORTS = query("port", {"type": "array", "items": {"type": "string", "pattern": "^[0-9]+(,[0-9]+)*$"},
+                       "examples": [["8080"]]},
+              "WebSocket handshakes only (required there): the pod's ports, repeatable and comma-separated "
+              "(1-65535); a bad one is refused with 400.")
+STREAM_400 = text("None of stdin, stdout, stderr.", "you must specify at least 1 of stdin, stdout, stderr")
+PORTS_400 = text("A handshake's `port` missing or invalid.", 'query parameter "port" is required')
+
+
+def _doc(method: str, parameters: Sequence[Doc], refused: Doc) -> dict[str, Any]:
+    answers: dict[int | str, Doc] = {400: refused, **REFUSALS}
+    if method == "GET":
+        answers |= {101: SWITCHED, 403: text("A handshake offered no subprotocol this node speaks.", "")}
+    return documented(("proxy",), dict(sorted(answers.items())), parameters, description=UPGRADE)
 
 
 class _Refused(Exception):
@@ -142,51 +176,57 @@ def _ports(query: Query) -> list[int]:
         raise _Refused(400, str(exc)) from None
 
 
-async def exec_(request: Request, namespace: str, pod: str, container: str) -> Response:
+async def exec_(request: Request, namespace: Namespace, pod: PodName, container: ContainerName) -> Response:
     """Run `command` (repeated: argv) in the container; needs a WebSocket upgrade."""
     return await _plain(request, port_forward=False)
 
 
-async def exec_uid(request: Request, namespace: str, pod: str, uid: str, container: str) -> Response:
+async def exec_uid(
+    request: Request, namespace: Namespace, pod: PodName, uid: PodUID, container: ContainerName
+) -> Response:
     """Same, checking the pod's UID."""
     return await _plain(request, port_forward=False)
 
 
-async def attach(request: Request, namespace: str, pod: str, container: str) -> Response:
+async def attach(request: Request, namespace: Namespace, pod: PodName, container: ContainerName) -> Response:
     """Attach to the container's streams; needs a WebSocket upgrade."""
     return await _plain(request, port_forward=False)
 
 
-async def attach_uid(request: Request, namespace: str, pod: str, uid: str, container: str) -> Response:
+async def attach_uid(
+    request: Request, namespace: Namespace, pod: PodName, uid: PodUID, container: ContainerName
+) -> Response:
     """Same, checking the pod's UID."""
     return await _plain(request, port_forward=False)
 
 
-async def port_forward(request: Request, namespace: str, pod: str) -> Response:
+async def port_forward(request: Request, namespace: Namespace, pod: PodName) -> Response:
     """Forward the `port` ports (repeatable, comma lists) of the pod; needs a WebSocket upgrade."""
     return await _plain(request, port_forward=True)
 
 
-async def port_forward_uid(request: Request, namespace: str, pod: str, uid: str) -> Response:
+async def port_forward_uid(request: Request, namespace: Namespace, pod: PodName, uid: PodUID) -> Response:
     """Same, checking the pod's UID."""
     return await _plain(request, port_forward=True)
 
 
 def install(app: FastAPI) -> None:
-    routes: list[tuple[str, Callable[..., Awaitable[Response]], WebSocketApp]] = [
-        ("/exec/{namespace}/{pod}/{container}", exec_, _remote_command_app(attach=False)),
-        ("/exec/{namespace}/{pod}/{uid}/{container}", exec_uid, _remote_command_app(attach=False)),
-        ("/attach/{namespace}/{pod}/{container}", attach, _remote_command_app(attach=True)),
-        ("/attach/{namespace}/{pod}/{uid}/{container}", attach_uid, _remote_command_app(attach=True)),
-        ("/portForward/{namespace}/{pod}", port_forward, _port_forward_app),
-        ("/portForward/{namespace}/{pod}/{uid}", port_forward_uid, _port_forward_app),
+    remote, attached = ([STREAM_OPTIONS, COMMAND], STREAM_400), ([STREAM_OPTIONS], STREAM_400)
+    routes: list[tuple[str, Callable[..., Awaitable[Response]], WebSocketApp, tuple[list[Doc], Doc]]] = [
+        ("/exec/{namespace}/{pod}/{container}", exec_, _remote_command_app(attach=False), remote),
+        ("/exec/{namespace}/{pod}/{uid}/{container}", exec_uid, _remote_command_app(attach=False), remote),
+        ("/attach/{namespace}/{pod}/{container}", attach, _remote_command_app(attach=True), attached),
+        ("/attach/{namespace}/{pod}/{uid}/{container}", attach_uid, _remote_command_app(attach=True), attached),
+        ("/portForward/{namespace}/{pod}", port_forward, _port_forward_app, ([PORTS], PORTS_400)),
+        ("/portForward/{namespace}/{pod}/{uid}", port_forward_uid, _port_forward_app, ([PORTS], PORTS_400)),
     ]
-    for path, endpoint, websocket_app in routes:
+    for path, endpoint, websocket_app, (parameters, refused) in routes:
         # One route per method (distinct operation ids); the GET one also takes the handshakes.
         for method in ("GET", "POST"):
             app.router.add_api_route(
-                path, endpoint, methods=[method], openapi_extra=authz("proxy"), tags=[path.split("/")[1]],
-                response_class=PlainTextResponse, operation_id=f"{endpoint.__name__.rstrip('_')}_{method.lower()}",
-                status_code=101, response_description="Switching Protocols: the WebSocket stream", responses=RESPONSES,
+                path, endpoint, methods=[method], tags=[path.split("/")[1]],
+                operation_id=f"{endpoint.__name__.rstrip('_')}_{method.lower()}",
+                status_code=101 if method == "GET" else 500,  # the first response documented (FastAPI adds it)
                 route_class_override=upgradable(websocket_app) if method == "GET" else None,
+                **_doc(method, parameters, refused),
             )

@@ -10,7 +10,8 @@ from fastapi import FastAPI, Request
 from starlette.responses import PlainTextResponse
 
 from kubeletapi.health import HealthCheck
-from kubeletapi.server.routing import ALL_METHODS, authz
+from kubeletapi.server.apidoc import NOSNIFF, documented, query, text
+from kubeletapi.server.routing import ALL_METHODS
 
 log = logging.getLogger(__name__)
 _NOSNIFF = {"X-Content-Type-Options": "nosniff"}
@@ -67,18 +68,37 @@ def _single(check: HealthCheck) -> Handler:
     return handler
 
 
-def _add(app: FastAPI, path: str, handler: Handler, name: str) -> None:
-    """GET (documented) plus every other method (undocumented), as Go's handler takes any method."""
-    common: dict[str, Any] = {
-        "openapi_extra": authz("healthz", "proxy"), "response_class": PlainTextResponse, "tags": ["healthz"],
-    }
-    app.add_api_route(path, handler, methods=["GET"], name=name, **common)
-    others = [m for m in ALL_METHODS if m != "GET"]
-    app.add_api_route(path, handler, methods=others, name=f"{name}_any", include_in_schema=False, **common)
+AGGREGATE_DOC = documented(
+    ("healthz", "proxy"),
+    {
+        200: text("Every check passed: `ok`, or with `verbose` one line per check.", "ok", headers=NOSNIFF),
+        500: text("A check failed: one line per check, failed ones with their reason withheld.",
+                  "[+]ping ok\n[-]syncloop failed: reason withheld\nhealthz check failed\n", headers=NOSNIFF),
+    },
+    [
+        query("verbose", {"type": "string"}, "Present (with any value, even empty): list every check."),
+        query("exclude", {"type": "array", "items": {"type": "string"}, "examples": [["syncloop"]]},
+              "Checks to skip, by name (repeatable); an unknown name adds a warning line."),
+    ],
+)
+SINGLE_DOC = documented(
+    ("healthz", "proxy"),
+    {200: text("The check passed.", "ok"),
+     500: text("The check failed, with its reason.", "internal server error: ...\n", headers=NOSNIFF)},
+)
+
+
+def _add(app: FastAPI, path: str, handler: Handler, name: str, doc: dict[str, Any]) -> None:
+    """One route per method (each its own operation): Go's handler takes any method alike."""
+    for method in ALL_METHODS:
+        suffix = "" if method == "GET" else f"_{method.lower()}"
+        summary = None if method == "GET" else f"Same as GET {path} (any method is served alike)"
+        app.add_api_route(path, handler, methods=[method], name=name + suffix, operation_id=f"{name}_{method.lower()}",
+                          summary=summary, tags=["healthz"], **doc)
 
 
 def install(app: FastAPI, checks: Sequence[HealthCheck]) -> None:
     """The aggregate endpoint and one sub-path per installed check."""
-    _add(app, "/healthz", _aggregate(checks), "healthz")
+    _add(app, "/healthz", _aggregate(checks), "healthz", AGGREGATE_DOC)
     for check in checks:
-        _add(app, f"/healthz/{check.name}", _single(check), f"healthz_{check.name}")
+        _add(app, f"/healthz/{check.name}", _single(check), f"healthz_{check.name}", SINGLE_DOC)

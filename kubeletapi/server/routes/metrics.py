@@ -13,8 +13,8 @@ from fastapi import FastAPI, Request
 from prometheus_client import generate_latest
 from starlette.responses import Response
 
+from kubeletapi.server.apidoc import documented, header, text
 from kubeletapi.server.host import Host
-from kubeletapi.server.routing import authz
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -62,7 +62,18 @@ async def metrics(request: Request) -> Response:
     return exposition(request, "metrics")
 
 
+GZIP_HEADERS = {
+    "Content-Encoding": {"description": "`gzip` when the request accepts it.", "schema": {"type": "string",
+                                                                                         "enum": ["gzip"]}},
+    "Vary": {"description": "`Accept-Encoding`, on a gzipped answer.", "schema": {"type": "string"}},
+}
+ACCEPT_ENCODING = header("Accept-Encoding", {"type": "string", "examples": ["gzip"]},
+                         "The answer is gzip-compressed when this names `gzip` (Prometheus always sends it).")
+
+
 def install(app: FastAPI) -> None:
     for path, handler in (("/metrics", metrics), ("/metrics/cadvisor", cadvisor), ("/metrics/resource", resource),
                           ("/metrics/probes", probes)):
-        app.add_api_route(path, handler, methods=["GET"], openapi_extra=authz("metrics"), tags=["metrics"])
+        ok = text("Prometheus text exposition format 0.0.4.", "# HELP ...\n", CONTENT_TYPE, GZIP_HEADERS)
+        doc = documented(("metrics",), {200: ok}, [ACCEPT_ENCODING])
+        app.add_api_route(path, handler, methods=["GET"], tags=["metrics"], description=handler.__doc__, **doc)

@@ -5,13 +5,14 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from starlette.responses import JSONResponse
 
-from kubeletapi.server.routing import authz
+from kubeletapi.server.apidoc import documented, json
 
 
 async def openapi(request: Request) -> JSONResponse:
+    """The OpenAPI document of this port (openapi/kubeletapi.json)."""
     return JSONResponse(request.app.openapi())
 
 
 def install(app: FastAPI) -> None:
-    app.add_api_route("/openapi.json", openapi, methods=["GET"], include_in_schema=False,
-                      openapi_extra=authz("proxy"))
+    doc = documented(("proxy",), {200: json("This document.", {"type": "object", "required": ["openapi", "paths"]})})
+    app.add_api_route("/openapi.json", openapi, methods=["GET"], tags=["openapi"], **doc)

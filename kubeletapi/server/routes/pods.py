@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 from fastapi import FastAPI, Request
+from pydantic import BaseModel
 from starlette.responses import Response
 
+from kubeletapi.api.core_v1 import PodList
 from kubeletapi.api.gojson import JSON_TYPE, dumps
+from kubeletapi.pods.manager import ManifestRecord
+from kubeletapi.server.apidoc import documented, model
 from kubeletapi.server.host import Host
-from kubeletapi.server.routing import authz
+
+
+class ManifestList(BaseModel):
+    """The /manifests answer: every static pod manifest, accepted or rejected."""
+
+    items: list[ManifestRecord]
 
 
 async def pods(request: Request) -> Response:
@@ -30,11 +39,13 @@ async def manifests(request: Request) -> Response:
 
 def install_pods(app: FastAPI) -> None:
     """The auth-not-required /pods (both listeners)."""
-    app.add_api_route("/pods", pods, methods=["GET"], openapi_extra=authz("pods", "proxy"), tags=["pods"])
+    doc = documented(("pods", "proxy"), {200: model("The pods, with status.", PodList)})
+    app.add_api_route("/pods", pods, methods=["GET"], tags=["pods"], **doc)
 
 
 def install_debugging(app: FastAPI) -> None:
     """Debugging handlers (secure listener only)."""
-    app.add_api_route("/runningpods/", running_pods, methods=["GET"], openapi_extra=authz("pods", "proxy"),
-                      tags=["pods"])
-    app.add_api_route("/manifests", manifests, methods=["GET"], openapi_extra=authz("proxy"), tags=["pods"])
+    doc = documented(("pods", "proxy"), {200: model("The runtime's pods (metadata and running containers).", PodList)})
+    app.add_api_route("/runningpods/", running_pods, methods=["GET"], tags=["pods"], **doc)
+    doc = documented(("proxy",), {200: model("Every manifest, accepted or rejected with its reason.", ManifestList)})
+    app.add_api_route("/manifests", manifests, methods=["GET"], tags=["pods"], **doc)

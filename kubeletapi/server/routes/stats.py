@@ -17,8 +17,8 @@ from fastapi import FastAPI, Request
 from starlette.responses import PlainTextResponse, Response
 
 from kubeletapi.errors import InvalidInput, KubeletError
+from kubeletapi.server.apidoc import JSON, Doc, documented, json, query, status, text
 from kubeletapi.server.host import Host
-from kubeletapi.server.routing import authz
 
 JSON_TYPE = "application/json"
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
@@ -55,7 +55,24 @@ async def summary(request: Request) -> Response:
     return Response(body, media_type=JSON_TYPE)
 
 
+ONLY = ("`true`, exactly, and given once (query and form body together): CPU, memory and swap only "
+        "(what metrics-server <= 0.5 reads); any other value, or twice, is the full summary.")
+RESPONSES: dict[int | str, Doc] = {
+    200: json("The summary (pretty-printed with one-space indentation, as the kubelet's).",
+              {"$ref": "#/components/schemas/Summary"}),
+    400: status("The form does not parse as Go's url.ParseQuery would (a `;` separator, a bad %-escape); "
+                "the kubelet answers 500 `Internal Error: parse form failed` here."),
+    500: text("The summary cannot be built: `Internal Error: <reason>`.", "Internal Error: failed to get node info"),
+}
+FORM = {"required": False, "content": {"application/x-www-form-urlencoded": {"schema": {
+    "type": "object", "properties": {"only_cpu_and_memory": {"type": "string", "description": ONLY}}}}},
+    "description": f"A form (Go's ParseForm): read together with the query; other media types are ignored ({JSON} "
+                   "included)."}
+PARAMETERS = [query("only_cpu_and_memory", {"type": "string", "examples": ["true"]}, ONLY)]
+
+
 def install(app: FastAPI) -> None:
     for method in ("GET", "POST"):  # one route per method: each needs its own OpenAPI operation id
-        app.add_api_route("/stats/summary", summary, methods=[method], openapi_extra=authz("stats"),
-                          tags=["stats"], operation_id=f"stats_summary_{method.lower()}")
+        doc = documented(("stats",), RESPONSES, PARAMETERS, FORM if method == "POST" else None)
+        app.add_api_route("/stats/summary", summary, methods=[method], tags=["stats"],
+                          operation_id=f"stats_summary_{method.lower()}", **doc)
