@@ -10,7 +10,13 @@ BIN := $(VENV)/bin
 # docker-compose (the compose file's checks): this is the one list.
 DEB_PACKAGES := wrk curl prometheus prometheus-node-exporter containerd runc containernetworking-plugins busybox-static umoci influxdb docker-compose
 
-.PHONY: all venv deb run test test-fast lint typecheck importlint pytest openapi proto bench clean
+# The real Kubernetes control plane the cluster tests run (tests/cluster/): built from the Go module
+# proxy by scripts/cluster-bin.sh into a cache outside the checkout, once per version.
+K8S_VERSION := $(shell awk '/^require k8s.io\/kubernetes /{print $$3}' tests/cluster/k8s/go.mod)
+CLUSTER_BIN ?= $(HOME)/.cache/kubeletapi/k8s-$(K8S_VERSION)
+CLUSTER_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kubectl
+
+.PHONY: all venv deb run test test-fast lint typecheck importlint pytest openapi proto bench clean cluster-bin
 
 all: test
 
@@ -22,6 +28,9 @@ $(BIN)/.installed: pyproject.toml kubeletapi/__init__.py kubeletapi/runtime/proc
 	touch $@
 
 venv: $(BIN)/.installed
+
+cluster-bin:
+	@scripts/cluster-bin.sh $(CLUSTER_BIN) $(CLUSTER_TOOLS)
 
 deb:
 	@if [ "$$(id -u)" != 0 ]; then \

@@ -62,6 +62,29 @@ def _names(text: str) -> list[str]:
     return text.split(",") if text else []
 
 
+def _labels(text: str) -> dict[str, str]:
+    """--node-labels: key=value pairs, comma-separated (the kubelet's mapStringString)."""
+    out: dict[str, str] = {}
+    for item in filter(None, text.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise argparse.ArgumentTypeError(f"label {item!r} must be key=value")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _taints(text: str) -> list[dict[str, str]]:
+    """--register-with-taints: key=value:Effect (or key:Effect), comma-separated."""
+    out = []
+    for item in filter(None, text.split(",")):
+        head, sep, effect = item.rpartition(":")
+        key, _, value = head.partition("=")
+        if not sep or not key:
+            raise argparse.ArgumentTypeError(f"taint {item!r} must be key[=value]:Effect")
+        out.append({"key": key, "value": value, "effect": effect})
+    return out
+
+
 def _header(text: str) -> tuple[str, str]:
     name, sep, value = text.partition(":")
     if not sep or not name:
@@ -105,6 +128,13 @@ CONFIG_FLAGS: list[tuple[str, tuple[str, ...], Any, str]] = [
     ("--enable-debugging-handlers", ("enableDebuggingHandlers",), _bool,
      "serve exec, attach, logs, run, portForward and configz"),
     ("--container-runtime-endpoint", ("containerRuntimeEndpoint",), str, "CRI endpoint (remote runtime)"),
+    ("--register-node", ("registerNode",), _bool, "register the node with the API server (with --kubeconfig)"),
+    ("--register-with-taints", ("registerWithTaints",), _taints,
+     "taints to register the node with: key=value:Effect, comma-separated"),
+    ("--node-status-update-frequency", ("nodeStatusUpdateFrequency",), _duration,
+     "how often the node status is computed (patched when it changed)"),
+    ("--kube-api-qps", ("kubeAPIQPS",), int, "requests per second to the API server"),
+    ("--kube-api-burst", ("kubeAPIBurst",), int, "request burst to the API server"),
     ("--v", ("logging", "verbosity"), int, "log verbosity"),
 ]
 
@@ -133,7 +163,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--node-ip", help="node IP address(es), comma-separated")
     p.add_argument("--root-dir", type=Path, help="state directory (default /var/lib/kubelet)")
     p.add_argument("--cert-dir", type=Path, help="directory of generated certificates (default <root-dir>/pki)")
-    p.add_argument("--kubeconfig", type=Path, help="kubeconfig of the API server for the webhooks")
+    p.add_argument("--kubeconfig", type=Path,
+                   help="kubeconfig of the API server: join it as a node (and use it for the webhooks)")
+    p.add_argument("--node-labels", type=_labels, help="labels to register the node with: key=value, comma-separated")
     p.add_argument("--container-runtime", choices=["process", "remote"], help="process (default) or remote (CRI)")
     p.add_argument("--housekeeping-interval", type=_duration, help="stats sampling period (default 10s)")
     p.add_argument("--token-auth-file", type=Path, help='static tokens: token,user,uid,"group1,group2"')
@@ -205,6 +237,7 @@ def parse(argv: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[No
         root_dir=ns.get("root_dir", Path("/var/lib/kubelet")),
         cert_dir=ns.get("cert_dir"),
         kubeconfig=ns.get("kubeconfig"),
+        node_labels=ns.get("node_labels", {}),
         container_runtime=ns.get("container_runtime", "process"),
         housekeeping_interval=Duration.parse(ns.get("housekeeping_interval", "10s")),
         token_auth_file=ns.get("token_auth_file"),

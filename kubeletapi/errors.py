@@ -31,6 +31,14 @@ class Conflict(KubeletError):
     """The request conflicts with existing state (a duplicate pod, a port in use)."""
 
 
+class Forbidden(KubeletError):
+    """An API server refused the request by its authorization (403); the message names the object."""
+
+
+class Gone(KubeletError):
+    """An API server no longer has the requested version (410): a watch must list afresh."""
+
+
 class ConfigError(InvalidInput):
     """The configuration (flags or --config file) is invalid: start-up stops with exit code 1."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -22,6 +23,7 @@ class NodeOptions:
     root_dir: Path = Path("/var/lib/kubelet")
     cert_dir: Path | None = None
     kubeconfig: Path | None = None
+    node_labels: Mapping[str, str] = field(default_factory=dict)
     container_runtime: str = "process"
     housekeeping_interval: Duration = DEFAULT_HOUSEKEEPING
     token_auth_file: Path | None = None

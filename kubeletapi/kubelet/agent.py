@@ -25,6 +25,7 @@ from kubeletapi.config import KubeletConfiguration, NodeOptions, redacted
 from kubeletapi.errors import KubeletError
 from kubeletapi.health import HealthCheck, LogFlushMonitor, PingCheck, SyncLoopCheck
 from kubeletapi.kubelet import streams
+from kubeletapi.kubelet.node import NodeWiring
 from kubeletapi.kubelet.pods import PodWiring
 from kubeletapi.kubelet.security import SecurityWiring, tls_files
 from kubeletapi.kubelet.stats import StatsProvider
@@ -82,6 +83,7 @@ class Kubelet:
                           [self._sources_not_ready, self._loop_watch.check]),
         ]
         self.stats: StatsProvider | None = None
+        self.node: NodeWiring | None = None
 
     # --- Host ---------------------------------------------------------------------------------
     @property
@@ -166,6 +168,10 @@ class Kubelet:
                 await listener.start()
             await self.pods.start()
             await self.stats.start()
+            if self.opts.kubeconfig is not None:
+                self.node = NodeWiring(self.cfg, self.opts, self.node_name, self.node_ips, self.clock, self.pods,
+                                       self.stats.collector.machine)
+                await self.node.start(self.pods.runtime_version)
         except BaseException:
             await self.stop()
             raise
@@ -179,6 +185,8 @@ class Kubelet:
         """Stop serving and syncing; containers keep running (a new agent re-adopts them)."""
         await cancel_and_wait(self._tasks)
         self._tasks.clear()
+        if self.node is not None:
+            await self.node.stop()
         if self.stats is not None:
             await self.stats.stop()
         if self.pods is not None:

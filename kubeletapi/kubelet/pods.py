@@ -151,6 +151,7 @@ class PodWiring:
         self.inventory = PodInventory(self.pleg.cache, self.manager, self.node, runtime_pids,
                                       pause_containers=self.cri is not None)
         self._tasks: list[asyncio.Task[None]] = []
+        self.runtime_version = ""
         self._log_monitor_s = cfg.container_log_monitor_interval.seconds or 10.0
 
     def _probe_changed(self, uid: str) -> None:
@@ -173,6 +174,10 @@ class PodWiring:
             log.info("container runtime %s %s (CRI %s) at %s", version.runtime_name, version.runtime_version,
                      version.runtime_api_version, self.cri.endpoint)
             self._syncer.id_scheme = version.runtime_name
+        else:
+            version = await self.runtime.version()
+        # nodeInfo.containerRuntimeVersion: <type>://<version>, the type as container IDs carry it.
+        self.runtime_version = f"{self._syncer.id_scheme}://{version.runtime_version}"
         await self.pleg.relist()  # re-adopted containers are known before the first sync
         if self._log_rotator is not None:
             self._tasks.append(asyncio.create_task(self._log_rotator.run(self._log_monitor_s),

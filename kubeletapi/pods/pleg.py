@@ -17,8 +17,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from kubeletapi.clock import Clock
+from kubeletapi.config.durations import Duration
 from kubeletapi.pods.podcache import PodCache, PodRecord
 from kubeletapi.runtime.types import POD_UID, ContainerState, ContainerStatus, Sandbox, SandboxState
+
+RELIST_THRESHOLD_S = 180.0  # the kubelet's relistThreshold
 
 
 class EventType(enum.Enum):
@@ -57,6 +60,8 @@ class PLEG:
         self._observer = observer
         self._states: dict[str, tuple[str, ContainerState]] = {}
         self._last_relist: float | None = None
+        self._started = clock.monotonic()
+        self._last_ok: float | None = None  # monotonic time of the last relist that completed
         self.cache = cache if cache is not None else PodCache()
 
     async def relist(self) -> list[PodEvent]:
@@ -84,7 +89,16 @@ class PLEG:
             ready = {s.meta.uid for s in sandboxes if s.state is SandboxState.READY}
             self._observer.runtime_counted(len(ready), states)
         self._last_relist = now
+        self._last_ok = self._clock.monotonic()
         return events
+
+    def unhealthy(self, threshold_s: float = RELIST_THRESHOLD_S) -> str | None:
+        """The kubelet's PLEG health: None when a relist completed within `threshold_s`."""
+        since = self._clock.monotonic() - (self._last_ok if self._last_ok is not None else self._started)
+        if since <= threshold_s:
+            return None
+        return (f"PLEG is not healthy: pleg was last seen active {Duration.of_seconds(since)} ago; "
+                f"threshold is {Duration.of_seconds(threshold_s)}")
 
     def mark(self) -> int:
         """A sequence number newer than every listing begun so far (podcache.PodCache.mark)."""

@@ -1,0 +1,100 @@
+"""The node's life in the API server: register, then report status and renew the lease.
+
+Every nodeStatusUpdateFrequency the status is computed; it is patched only when it changed
+(ignoring heartbeat times) or nodeStatusReportFrequency has passed since the last patch, the
+lease carrying the heartbeat in between (the kubelet's tryUpdateNodeStatus with NodeLease). The
+status last sent is the base of the comparison, so a steady node sends one lease update per 10 s
+and a status patch per 5 min, and no GET of its Node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
+
+from kubeletapi.aio import cancel_and_wait
+from kubeletapi.clock import Clock
+from kubeletapi.errors import KubeletError
+from kubeletapi.node import status as st
+from kubeletapi.node.facts import NodeFacts
+from kubeletapi.node.lease import LeaseApi, LeaseRenewer
+from kubeletapi.node.registration import NodeApi, register
+
+log = logging.getLogger(__name__)
+
+Json = dict[str, Any]
+
+
+class Api(NodeApi, LeaseApi, Protocol):
+    pass
+
+
+class NodeController:
+    def __init__(self, api: Api, facts: NodeFacts, clock: Clock, *, boot_id: str,
+                 not_ready: Callable[[], Sequence[str]], images: Callable[[], Awaitable[Sequence[Json]]],
+                 pressure: Callable[[], st.Pressure] = st.Pressure, update_s: float = 10.0,
+                 report_s: float = 300.0, lease_s: int = 40) -> None:
+        self._api = api
+        self.facts = facts
+        self._clock = clock
+        self._boot_id = boot_id
+        self._not_ready = not_ready
+        self._images = images
+        self._pressure = pressure
+        self._update_s = update_s
+        self._report_s = report_s
+        self._lease_s = lease_s
+        self._sent: Json | None = None  # the status last accepted by the API server
+        self._sent_at = float("-inf")
+        self._tasks: list[asyncio.Task[None]] = []
+        self.registered = asyncio.Event()
+        self.uid = ""
+
+    async def start(self) -> None:
+        self._tasks.append(asyncio.create_task(self._run(), name="node-status"))
+
+    async def stop(self) -> None:
+        await cancel_and_wait(self._tasks)
+        self._tasks.clear()
+
+    async def _run(self) -> None:
+        first: list[Json] = []
+
+        def initial() -> Json:
+            first[:] = [self._status(None, [])]
+            return first[0]
+
+        node, created = await register(self._api, self.facts, initial, self._clock)
+        self.uid = str((node.get("metadata") or {}).get("uid", ""))
+        # A node it created carries the status just computed; one registered before is patched next.
+        self._sent = first[0] if created else None
+        self._sent_at = self._clock.monotonic()
+        self.registered.set()
+        lease = LeaseRenewer(self._api, self.facts.name, self.uid, self._lease_s, self._clock)
+        self._tasks.append(asyncio.create_task(lease.run(), name="node-lease"))
+        while True:
+            try:
+                await self.sync_status()
+            except KubeletError as exc:
+                log.error("Error updating node status, will retry: %s", exc)
+            await self._clock.sleep(self._update_s)
+
+    def _status(self, before: Json | None, images: Sequence[Json]) -> Json:
+        now = dt.datetime.fromtimestamp(self._clock.now(), dt.UTC)
+        return st.node_status(self.facts, self._boot_id, before or {}, now, self._pressure(),
+                              list(self._not_ready()), images)
+
+    async def sync_status(self) -> bool:
+        """Compute the status; patch it when it changed or a report is due. True when patched."""
+        images = await self._images()
+        status = self._status(self._sent, images)
+        due = self._clock.monotonic() - self._sent_at >= self._report_s
+        if not due and not st.changed(self._sent, status):
+            return False
+        await self._api.patch(f"/api/v1/nodes/{self.facts.name}/status", st.status_patch(self._sent, status))
+        self._sent = status  # the fields this node owns, as it sent them (the base of the next comparison)
+        self._sent_at = self._clock.monotonic()
+        return True

@@ -1,0 +1,142 @@
+"""The node joins a real control plane: registration with the kubelet's fields, status, lease,
+NotReady when the agent stops and Ready again when it returns."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cluster.controlplane import ControlPlane
+from tests.helpers import LOOPBACK, AgentProcess, agent_args, purge
+from tests.podtools import wait_for
+
+pytestmark = [pytest.mark.cluster, pytest.mark.e2e]
+
+
+class Node:
+    def __init__(self, plane: ControlPlane, tmp: Path, *extra: str) -> None:
+        self.plane = plane
+        self.name = f"node-{uuid.uuid4().hex[:8]}"
+        self.args = agent_args(tmp, "--kubeconfig", str(plane.node_identity(self.name)),
+                               "--client-ca-file", str(plane.pki.ca.cert), *extra)
+        self.args[self.args.index("--hostname-override") + 1] = self.name
+        self.agent: AgentProcess | None = None
+
+    def start(self) -> None:
+        self.agent = AgentProcess(self.args)
+        self.agent.wait_healthy(f"http://{LOOPBACK}:{self.flag('--healthz-port')}/healthz")
+
+    def stop(self) -> str:
+        out = ""
+        if self.agent is not None:
+            _, out = self.agent.stop()
+            self.agent = None
+        return out
+
+    def flag(self, name: str) -> str:
+        return self.args[self.args.index(name) + 1]
+
+    def get(self) -> dict[str, Any] | None:
+        with self.plane.admin_client() as client:
+            response = client.get(f"/api/v1/nodes/{self.name}")
+        return response.json() if response.status_code == 200 else None
+
+    def condition(self, kind: str) -> dict[str, Any] | None:
+        node = self.get()
+        conditions = (node or {}).get("status", {}).get("conditions") or []
+        return next((c for c in conditions if c["type"] == kind), None)
+
+    def ready(self) -> bool:
+        ready = self.condition("Ready")
+        return ready is not None and ready["status"] == "True"
+
+
+@pytest.fixture
+def node(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Node]:
+    n = Node(control_plane, tmp_path, "--node-labels", "tier=test,kubeletapi.dev/role=edge")
+    try:
+        yield n
+    finally:
+        n.stop()
+        purge(n.args)
+        with control_plane.admin_client() as client:
+            client.delete(f"/api/v1/nodes/{n.name}")
+
+
+def test_registers_with_the_kubelets_fields_and_is_ready_within_5s(node: Node) -> None:
+    started = time.monotonic()
+    node.start()
+    wait_for(node.ready, timeout=5 - (time.monotonic() - started) + 3, interval=0.1, what="node Ready")
+    got = node.get()
+    assert got is not None
+    labels = got["metadata"]["labels"]
+    expected = {"kubernetes.io/hostname": node.name, "kubernetes.io/os": "linux", "beta.kubernetes.io/os": "linux",
+                "tier": "test", "kubeletapi.dev/role": "edge"}
+    for key, value in expected.items():
+        assert labels[key] == value
+    assert labels["kubernetes.io/arch"] == labels["beta.kubernetes.io/arch"] != ""
+    assert got["metadata"]["annotations"]["volumes.kubernetes.io/controller-managed-attach-detach"] == "true"
+    status = got["status"]
+    assert status["addresses"] == [{"type": "InternalIP", "address": LOOPBACK},
+                                   {"type": "Hostname", "address": node.name}]
+    assert status["daemonEndpoints"]["kubeletEndpoint"]["Port"] == int(node.flag("--port"))
+    assert set(status["capacity"]) >= {"cpu", "memory", "pods", "ephemeral-storage"}
+    assert status["capacity"]["pods"] == "110"
+    info = status["nodeInfo"]
+    assert info["operatingSystem"] == "linux" and info["kernelVersion"] and info["bootID"] and info["machineID"]
+    assert info["containerRuntimeVersion"].startswith("process://")
+    assert info["kubeletVersion"].startswith("v1.34.")
+    kinds = [c["type"] for c in status["conditions"]]
+    assert kinds[-1] == "Ready" and set(kinds) >= {"MemoryPressure", "DiskPressure", "PIDPressure", "Ready"}
+    reasons = {c["type"]: (c["status"], c["reason"], c["message"]) for c in status["conditions"]}
+    assert reasons["MemoryPressure"] == ("False", "KubeletHasSufficientMemory",
+                                         "kubelet has sufficient memory available")
+    assert reasons["DiskPressure"] == ("False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure")
+    assert reasons["PIDPressure"] == ("False", "KubeletHasSufficientPID", "kubelet has sufficient PID available")
+    assert reasons["Ready"] == ("True", "KubeletReady", "kubelet is posting ready status")
+
+
+def test_lease_renewed_with_an_owner_reference_to_the_node(node: Node, control_plane: ControlPlane) -> None:
+    node.start()
+    wait_for(node.ready, timeout=10, what="node Ready")
+    path = f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{node.name}"
+    first = wait_for(lambda: _get(control_plane, path), timeout=10, what="lease")
+    spec = first["spec"]
+    assert spec["holderIdentity"] == node.name and spec["leaseDurationSeconds"] == 40
+    owner = first["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"], owner["uid"]) == ("Node", node.name, node.get()["metadata"]["uid"])  # type: ignore[index]
+    renewed = wait_for(lambda: (lease := _get(control_plane, path)) and lease["spec"]["renewTime"] != spec["renewTime"]
+                       and lease, timeout=15, what="a renewal")
+    assert renewed["spec"]["renewTime"] > spec["renewTime"]
+
+
+def test_the_apiserver_reaches_the_node(node: Node, control_plane: ControlPlane) -> None:
+    """kubectl get --raw through the API server's node proxy: client certificate and
+    SubjectAccessReview against the real API server."""
+    node.start()
+    wait_for(node.ready, timeout=10, what="node Ready")
+    healthz = control_plane.kubectl("get", "--raw", f"/api/v1/nodes/{node.name}/proxy/healthz")
+    assert healthz.stdout == "ok"
+    summary = control_plane.kubectl("get", "--raw", f"/api/v1/nodes/{node.name}/proxy/stats/summary")
+    assert f'"nodeName": "{node.name}"' in summary.stdout
+
+
+def test_stopped_node_goes_not_ready_and_returns(node: Node, control_plane: ControlPlane) -> None:
+    node.start()
+    wait_for(node.ready, timeout=10, what="node Ready")
+    node.stop()
+    wait_for(lambda: (c := node.condition("Ready")) and c["status"] == "Unknown", timeout=60,
+             what="the controller-manager marks the node not ready")
+    node.start()
+    wait_for(node.ready, timeout=20, what="Ready again")
+
+
+def _get(plane: ControlPlane, path: str) -> dict[str, Any] | None:
+    with plane.admin_client() as client:
+        response = client.get(path)
+    return response.json() if response.status_code == 200 else None
