@@ -50,17 +50,31 @@ _TOO_LARGE = "the manifest is larger than 1.5 MiB"
 class ManifestResult:
     """One manifest: the static pod it defines, or why it was rejected."""
 
-    origin: str  # a file path or the URL (with the item index for a PodList)
+    origin: str  # a file path, the URL (with the item index for a PodList), or namespace/name in the API
     pod: Pod | None = None
     error: str = ""
+    api_uid: str = ""  # an API pod that could not be decoded: its UID, to report the refusal
+
+
+@dataclass(frozen=True)
+class MirrorPod:
+    """A mirror pod in the API server: the API's copy of one static pod (apisource.py)."""
+
+    namespace: str
+    name: str
+    uid: str
+    config_hash: str  # the kubernetes.io/config.mirror annotation: the static pod's UID
+    deleting: bool = False
 
 
 @dataclass(frozen=True)
 class PodUpdate:
-    """A SET update: everything `source` ("file" or "http") currently defines."""
+    """A SET update: everything `source` ("file", "http" or "api") currently defines; the API
+    server's source also says which mirror pods exist."""
 
     source: str
     results: tuple[ManifestResult, ...]
+    mirrors: tuple[MirrorPod, ...] = ()
 
 
 Emit = Callable[[PodUpdate], None]

@@ -72,6 +72,7 @@ class Component:
 @dataclass
 class ControlPlane:
     root: Path
+    node_ip: str = LOOPBACK  # where this plane's nodes serve (tests.netns: proxyable, unlike loopback)
     pki: ClusterPKI = field(init=False)
     components: dict[str, Component] = field(default_factory=dict)
     api_port: int = 0

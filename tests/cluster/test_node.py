@@ -24,7 +24,9 @@ class Node:
         self.name = f"node-{uuid.uuid4().hex[:8]}"
         self.args = agent_args(tmp, "--kubeconfig", str(plane.node_identity(self.name)),
                                "--client-ca-file", str(plane.pki.ca.cert), *extra)
-        self.args[self.args.index("--hostname-override") + 1] = self.name
+        for flag, value in (("--hostname-override", self.name), ("--address", plane.node_ip),
+                            ("--node-ip", plane.node_ip)):
+            self.args[self.args.index(flag) + 1] = value
         self.agent: AgentProcess | None = None
 
     def start(self) -> None:
@@ -68,7 +70,7 @@ def node(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Node]:
             client.delete(f"/api/v1/nodes/{n.name}")
 
 
-def test_registers_with_the_kubelets_fields_and_is_ready_within_5s(node: Node) -> None:
+def test_registers_with_the_kubelets_fields_and_is_ready_within_5s(node: Node, control_plane: ControlPlane) -> None:
     started = time.monotonic()
     node.start()
     wait_for(node.ready, timeout=5 - (time.monotonic() - started) + 3, interval=0.1, what="node Ready")
@@ -82,7 +84,7 @@ def test_registers_with_the_kubelets_fields_and_is_ready_within_5s(node: Node) -
     assert labels["kubernetes.io/arch"] == labels["beta.kubernetes.io/arch"] != ""
     assert got["metadata"]["annotations"]["volumes.kubernetes.io/controller-managed-attach-detach"] == "true"
     status = got["status"]
-    assert status["addresses"] == [{"type": "InternalIP", "address": LOOPBACK},
+    assert status["addresses"] == [{"type": "InternalIP", "address": control_plane.node_ip},
                                    {"type": "Hostname", "address": node.name}]
     assert status["daemonEndpoints"]["kubeletEndpoint"]["Port"] == int(node.flag("--port"))
     assert set(status["capacity"]) >= {"cpu", "memory", "pods", "ephemeral-storage"}

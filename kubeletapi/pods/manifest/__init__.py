@@ -22,7 +22,7 @@ drops them silently); multi-document files are errors (it reads the first docume
 terminationGracePeriodSeconds must be >= 0 and volumeMounts[].mountPath absolute.
 """
 
-from kubeletapi.pods.manifest.decode import decode_errors, decode_pod, decode_pod_list
+from kubeletapi.pods.manifest.decode import decode_api_pod, decode_errors, decode_pod, decode_pod_list
 from kubeletapi.pods.manifest.defaults import apply_defaults, image_tag
 from kubeletapi.pods.manifest.errors import ManifestError, go_value
 from kubeletapi.pods.manifest.formats import (
@@ -43,6 +43,7 @@ __all__ = [
     "ManifestError",
     "apply_defaults",
     "config_key",
+    "decode_api_pod",
     "decode_errors",
     "decode_pod",
     "decode_pod_list",

@@ -30,6 +30,27 @@ def decode_pod(data: bytes, source: str) -> Pod:
     return pod
 
 
+def decode_api_pod(obj: Any, source: str) -> Pod:
+    """A Pod object from the API server: decoded strictly (a field this agent does not know is an
+    error, so the pod is refused with the reason rather than run wrongly) and defaulted, but not
+    validated again: the API server validated it, and its own status and metadata stay as they
+    are. Only the container limit, which guards the node, is checked first."""
+    if not isinstance(obj, dict):
+        raise ManifestError(source, [f"<object>: Invalid value: {go_value(obj)}: must be a Pod object"])
+    if (too_many := too_many_containers(obj)) is not None:
+        raise ManifestError(source, [too_many])
+    try:
+        pod = _validate(obj)
+    except ValidationError as err:
+        raise ManifestError(source, decode_errors(err, Pod) + Pod.opaque_errors(obj)) from None
+    problems = Pod.opaque_errors(obj)
+    if problems:
+        raise ManifestError(source, problems)
+    pod.kind = pod.api_version = ""
+    apply_defaults(pod)
+    return pod
+
+
 def decode_pod_list(data: bytes, source: str) -> list[Pod]:
     """Decode what a manifest URL serves: a PodList (every item must be valid) or a single Pod."""
     doc = load_document(data, source)

@@ -1,0 +1,130 @@
+"""Pods from the API server: those bound to this node (spec.nodeName), listed then watched, as
+the kubelet's NewSourceApiserver does once its Node exists. Every change emits the whole set
+(a SET update), so the manager reconciles exactly as for static pods.
+
+The rule of every source holds: a failed list or a broken watch is no news, the last set stays
+in force (running pods are never touched because the API server is away); the source retries
+with back-off (1 s doubling to 30 s) and lists afresh, and a watch whose version the server no
+longer has (410 Gone) lists afresh at once. Mirror pods (the API's copies of static pods,
+annotation kubernetes.io/config.mirror) are not pods to run: they are reported beside the set.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, Protocol
+
+from kubeletapi.clock import Clock
+from kubeletapi.errors import Gone, InvalidInput, KubeletError
+from kubeletapi.pods.manifest import decode_api_pod
+from kubeletapi.pods.sources import Emit, ManifestResult, MirrorPod, PodUpdate
+
+log = logging.getLogger(__name__)
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+SOURCE = "api"
+FIRST_BACKOFF_S = 1.0
+MAX_BACKOFF_S = 30.0
+WATCH_TIMEOUT_S = 300
+
+Json = dict[str, Any]
+
+
+class PodsApi(Protocol):
+    """List and watch (apiclient.ApiClient)."""
+
+    async def list(self, path: str, params: Mapping[str, str] | None = None) -> Json: ...
+
+    def watch(self, path: str, resource_version: str, params: Mapping[str, str] | None = None,
+              timeout_s: int = WATCH_TIMEOUT_S) -> AsyncIterator[Json]: ...
+
+
+def origin(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+class ApiServerSource:
+    def __init__(self, api: PodsApi, node_name: str, ready: Callable[[], Awaitable[object]], clock: Clock) -> None:
+        self._api = api
+        self._params = {"fieldSelector": f"spec.nodeName={node_name}"}
+        self._ready = ready
+        self._clock = clock
+        self._objects: dict[str, Json] = {}  # uid -> the pod object last seen
+        self._results: dict[str, ManifestResult] = {}  # uid -> its decoded result (cached by resourceVersion)
+        self._failing = ""
+
+    async def run(self, emit: Emit) -> None:
+        await self._ready()  # the kubelet watches pods only once its Node exists
+        log.info("Watching apiserver")
+        backoff = FIRST_BACKOFF_S
+        while True:
+            try:
+                version = await self._list(emit)
+                backoff = FIRST_BACKOFF_S
+                while True:
+                    version = await self._watch(version, emit)
+            except Gone:
+                log.info("pods from the API server: the watch's version is gone; listing afresh")
+            except KubeletError as exc:
+                if str(exc) != self._failing:
+                    log.warning("pods from the API server: %s; the pods keep running, retrying in %.0fs",
+                                exc, backoff)
+                self._failing = str(exc)
+                await self._clock.sleep(backoff)
+                backoff = min(backoff * 2, MAX_BACKOFF_S)
+
+    async def _list(self, emit: Emit) -> str:
+        listed = await self._api.list("/api/v1/pods", self._params)
+        if self._failing:
+            log.info("pods from the API server: listing again")
+            self._failing = ""
+        self._objects = {}
+        for obj in listed.get("items") or []:
+            if isinstance(obj, dict) and (uid := (obj.get("metadata") or {}).get("uid")):
+                self._objects[uid] = obj
+        emit(self._update())
+        return str((listed.get("metadata") or {}).get("resourceVersion", ""))
+
+    async def _watch(self, version: str, emit: Emit) -> str:
+        """Events until the server ends the watch; the version to watch from next."""
+        async for event in self._api.watch("/api/v1/pods", version, self._params, WATCH_TIMEOUT_S):
+            kind, obj = event.get("type"), event.get("object") or {}
+            meta = obj.get("metadata") or {}
+            version = str(meta.get("resourceVersion") or version)
+            if kind == "BOOKMARK":
+                continue
+            uid = meta.get("uid")
+            if not uid:
+                continue
+            if kind == "DELETED":
+                self._objects.pop(uid, None)
+            elif kind in ("ADDED", "MODIFIED"):
+                self._objects[uid] = obj
+            emit(self._update())
+        return version
+
+    def _update(self) -> PodUpdate:
+        results = []
+        mirrors = []
+        for uid, obj in self._objects.items():
+            meta = obj.get("metadata") or {}
+            annotations = meta.get("annotations") or {}
+            if MIRROR_ANNOTATION in annotations:
+                mirrors.append(MirrorPod(str(meta.get("namespace", "")), str(meta.get("name", "")), uid,
+                                         str(annotations[MIRROR_ANNOTATION]), bool(meta.get("deletionTimestamp"))))
+                continue
+            results.append(self._decoded(uid, obj))
+        self._results = {r.pod.metadata.uid: r for r in results if r.pod is not None}
+        return PodUpdate(SOURCE, tuple(results), tuple(mirrors))
+
+    def _decoded(self, uid: str, obj: Json) -> ManifestResult:
+        version = (obj.get("metadata") or {}).get("resourceVersion")
+        cached = self._results.get(uid)
+        if cached is not None and cached.pod is not None and cached.pod.metadata.resource_version == version:
+            return cached
+        where = origin(obj)
+        try:
+            return ManifestResult(where, pod=decode_api_pod(obj, where))
+        except InvalidInput as exc:
+            return ManifestResult(where, error=str(exc), api_uid=uid)
