@@ -270,6 +270,8 @@ def setup_logging(verbosity: int) -> None:
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if verbosity >= 2 else logging.INFO)
     logging.getLogger("uvicorn.error").setLevel(logging.INFO if verbosity >= 4 else logging.WARNING)
+    # every API request at INFO would drown the log (the kubelet logs them from -v=6)
+    logging.getLogger("httpx").setLevel(logging.INFO if verbosity >= 6 else logging.WARNING)
 
 
 async def serve(kubelet: Kubelet) -> None:

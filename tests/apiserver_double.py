@@ -1,7 +1,8 @@
 """A test double of the Kubernetes API server for the webhook authenticator and authorizer.
 
 It is a small HTTPS server on 127.0.0.1 that answers TokenReview and SubjectAccessReview from
-tables given by the test, records every review it receives, and can be told to fail. It stands in
+tables given by the test, records every review it receives, and can be told to fail; anything
+else (the node's registration, its pod list) gets 404 or 501. It stands in
 for kube-apiserver only; kubeletapi's side of the exchange (HTTP client, TLS, kubeconfig, caching)
 is the real code.
 """
@@ -66,6 +67,12 @@ class APIServerDouble:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if not self.path.endswith(("/tokenreviews", "/subjectaccessreviews")):
+                    # The agent with --kubeconfig also registers its node: not this double's business.
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 double.reviews.append(body)
                 if double.fail_with is not None:
                     self.send_response(double.fail_with)

@@ -293,13 +293,20 @@ class AgentProcess:
     """`python -m kubeletapi` as a real process; killed by PID on close."""
 
     def __init__(self, args: Sequence[str], cwd: Path | None = None, wrapper: Sequence[str] = (),
-                 preexec_fn: Callable[[], object] | None = None) -> None:
-        """`wrapper`: a command that execs the agent (e.g. prlimit with its limits)."""
-        self.proc = subprocess.Popen(
-            [*wrapper, sys.executable, "-m", "kubeletapi", *args],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=preexec_fn,  # noqa: PLW1509 - limits only
-        )
+                 preexec_fn: Callable[[], object] | None = None, log: Path | None = None) -> None:
+        """`wrapper`: a command that execs the agent (e.g. prlimit with its limits). `log`: its
+        output goes to that file (a long-running agent would fill a pipe nobody reads)."""
+        self.log = log
+        out = log.open("a") if log is not None else subprocess.PIPE
+        try:
+            self.proc = subprocess.Popen(
+                [*wrapper, sys.executable, "-m", "kubeletapi", *args],
+                stdout=out, stderr=subprocess.STDOUT, text=True, cwd=cwd,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=preexec_fn,  # noqa: PLW1509 - limits only
+            )
+        finally:
+            if log is not None and not isinstance(out, int):
+                out.close()
 
     def wait_healthy(self, healthz_url: str, timeout: float = 20) -> None:
         deadline = time.monotonic() + timeout
@@ -316,9 +323,11 @@ class AgentProcess:
 
     def wait_exit(self, timeout: float = 30) -> tuple[int, str]:
         out, _ = self.proc.communicate(timeout=timeout)
-        return self.proc.returncode, out
+        return self.proc.returncode, out if self.log is None else self.log.read_text(errors="replace")
 
     def output(self) -> str:
+        if self.log is not None:
+            return self.log.read_text(errors="replace")
         if self.proc.poll() is None:
             return ""
         return self.proc.stdout.read() if self.proc.stdout else ""

@@ -25,7 +25,7 @@ from kubeletapi.config import KubeletConfiguration, NodeOptions, redacted
 from kubeletapi.errors import KubeletError
 from kubeletapi.health import HealthCheck, LogFlushMonitor, PingCheck, SyncLoopCheck
 from kubeletapi.kubelet import streams
-from kubeletapi.kubelet.node import NodeWiring
+from kubeletapi.kubelet.cluster import ClusterWiring
 from kubeletapi.kubelet.pods import PodWiring
 from kubeletapi.kubelet.security import SecurityWiring, tls_files
 from kubeletapi.kubelet.stats import StatsProvider
@@ -83,7 +83,7 @@ class Kubelet:
                           [self._sources_not_ready, self._loop_watch.check]),
         ]
         self.stats: StatsProvider | None = None
-        self.node: NodeWiring | None = None
+        self.cluster: ClusterWiring | None = None
 
     # --- Host ---------------------------------------------------------------------------------
     @property
@@ -155,7 +155,11 @@ class Kubelet:
         """Build, bind and serve everything; on failure nothing is left running."""
         try:
             metrics = PodMetrics(self._registries["metrics"])
-            self.pods = PodWiring(self.cfg, self.opts, self.node_name, str(self.node_ips[0]), self.clock, metrics)
+            if self.opts.kubeconfig is not None:
+                self.cluster = ClusterWiring(self.cfg, self.opts, self.node_name, self.clock)
+            api_sources = [("api", self.cluster.pod_source)] if self.cluster is not None else []
+            self.pods = PodWiring(self.cfg, self.opts, self.node_name, str(self.node_ips[0]), self.clock, metrics,
+                                  api_sources)
             self._registries["metrics"].register(LogUsageCollector(self.pods.inventory.log_dirs))
             self.stats = StatsProvider(self.cfg, self.opts, self.node_name, self.clock, self.pods)
             if self.stats.sink is not None:
@@ -168,10 +172,8 @@ class Kubelet:
                 await listener.start()
             await self.pods.start()
             await self.stats.start()
-            if self.opts.kubeconfig is not None:
-                self.node = NodeWiring(self.cfg, self.opts, self.node_name, self.node_ips, self.clock, self.pods,
-                                       self.stats.collector.machine)
-                await self.node.start(self.pods.runtime_version)
+            if self.cluster is not None:
+                await self.cluster.start(self.pods, self.stats.collector.machine, self.node_ips)
         except BaseException:
             await self.stop()
             raise
@@ -185,8 +187,8 @@ class Kubelet:
         """Stop serving and syncing; containers keep running (a new agent re-adopts them)."""
         await cancel_and_wait(self._tasks)
         self._tasks.clear()
-        if self.node is not None:
-            await self.node.stop()
+        if self.cluster is not None:
+            await self.cluster.stop()
         if self.stats is not None:
             await self.stats.stop()
         if self.pods is not None:

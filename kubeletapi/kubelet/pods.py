@@ -100,7 +100,7 @@ class PodWiring:
     a CRI runtime (containerd) with --container-runtime=remote."""
 
     def __init__(self, cfg: KubeletConfiguration, opts: NodeOptions, node_name: str, node_ip: str,
-                 clock: Clock, metrics: PodMetrics) -> None:
+                 clock: Clock, metrics: PodMetrics, extra_sources: Sequence[tuple[str, PodSource]] = ()) -> None:
         isolated = _isolation()
         log_max_size = Quantity.parse(cfg.container_log_max_size).value()
         opts.root_dir.mkdir(parents=True, exist_ok=True)  # the kubelet's root directory (pods, stats' rootFs)
@@ -142,7 +142,7 @@ class PodWiring:
                               max_parallel=cfg.max_parallel_image_pulls)
         self._syncer = syncer = PodSyncer(self.runtime, self.node, clock, Backoff(clock), PodVolumes(self.node),
                                           self.pleg, self.statuses, metrics, self.probes, images)
-        self.sources = self._sources(cfg, node_name, clock)
+        self.sources = [*self._sources(cfg, node_name, clock), *extra_sources]
         self.manager = PodManager(syncer, self.pleg, self.statuses, clock, cfg.max_pods,
                                   [name for name, _ in self.sources], metrics, LogGC(self.node.pod_logs_dir, clock),
                                   self.probes)

@@ -11,6 +11,7 @@ annotation kubernetes.io/config.mirror) are not pods to run: they are reported b
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Protocol
@@ -18,10 +19,10 @@ from typing import Any, Protocol
 from kubeletapi.clock import Clock
 from kubeletapi.errors import Gone, InvalidInput, KubeletError
 from kubeletapi.pods.manifest import decode_api_pod
-from kubeletapi.pods.sources import Emit, ManifestResult, MirrorPod, PodUpdate
+from kubeletapi.pods.sources import ApiRef, Emit, ManifestResult, MirrorPod, PodUpdate
+from kubeletapi.pods.static import CONFIG_MIRROR, CONFIG_SEEN, CONFIG_SOURCE, rfc3339_nano
 
 log = logging.getLogger(__name__)
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 SOURCE = "api"
 FIRST_BACKOFF_S = 1.0
 MAX_BACKOFF_S = 30.0
@@ -39,6 +40,10 @@ class PodsApi(Protocol):
               timeout_s: int = WATCH_TIMEOUT_S) -> AsyncIterator[Json]: ...
 
 
+def _now(clock: Clock) -> dt.datetime:
+    return dt.datetime.fromtimestamp(clock.now(), dt.UTC)
+
+
 def origin(obj: Mapping[str, Any]) -> str:
     meta = obj.get("metadata") or {}
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
@@ -52,6 +57,7 @@ class ApiServerSource:
         self._clock = clock
         self._objects: dict[str, Json] = {}  # uid -> the pod object last seen
         self._results: dict[str, ManifestResult] = {}  # uid -> its decoded result (cached by resourceVersion)
+        self._seen: dict[str, str] = {}  # uid -> kubernetes.io/config.seen: when this node first saw it
         self._failing = ""
 
     async def run(self, emit: Emit) -> None:
@@ -110,12 +116,13 @@ class ApiServerSource:
         for uid, obj in self._objects.items():
             meta = obj.get("metadata") or {}
             annotations = meta.get("annotations") or {}
-            if MIRROR_ANNOTATION in annotations:
+            if CONFIG_MIRROR in annotations:
                 mirrors.append(MirrorPod(str(meta.get("namespace", "")), str(meta.get("name", "")), uid,
-                                         str(annotations[MIRROR_ANNOTATION]), bool(meta.get("deletionTimestamp"))))
+                                         str(annotations[CONFIG_MIRROR]), bool(meta.get("deletionTimestamp"))))
                 continue
             results.append(self._decoded(uid, obj))
         self._results = {r.pod.metadata.uid: r for r in results if r.pod is not None}
+        self._seen = {uid: seen for uid, seen in self._seen.items() if uid in self._objects}
         return PodUpdate(SOURCE, tuple(results), tuple(mirrors))
 
     def _decoded(self, uid: str, obj: Json) -> ManifestResult:
@@ -125,6 +132,13 @@ class ApiServerSource:
             return cached
         where = origin(obj)
         try:
-            return ManifestResult(where, pod=decode_api_pod(obj, where))
+            pod = decode_api_pod(obj, where)
         except InvalidInput as exc:
-            return ManifestResult(where, error=str(exc), api_uid=uid)
+            meta = obj.get("metadata") or {}
+            ref = ApiRef(str(meta.get("namespace", "")), str(meta.get("name", "")), uid,
+                         bool(meta.get("deletionTimestamp")))
+            return ManifestResult(where, error=str(exc), api=ref)
+        annotations = pod.metadata.annotations
+        annotations[CONFIG_SOURCE] = SOURCE  # as the kubelet's config layer marks every pod
+        annotations[CONFIG_SEEN] = self._seen.setdefault(uid, rfc3339_nano(_now(self._clock)))
+        return ManifestResult(where, pod=pod)

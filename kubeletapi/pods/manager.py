@@ -8,6 +8,10 @@
   order; so a duplicate never displaces a running pod. Beyond maxPods a pod is rejected like the
   kubelet (phase Failed, reason OutOfpods). Every rejection is kept (with its reason) for
   GET /manifests, logged once with the rejected manifest named, and counted.
+- API pods (source "api") change in place (same UID, a new resourceVersion): the worker syncs
+  the new version. A deleted one (deletionTimestamp) is killed with its deletionGracePeriodSeconds
+  and then kept, with its final status, until the API server forgets it (bound_pods() tells the
+  status sync which pods are finished and may be deleted from the API).
 - Housekeeping (each sync-loop iteration): PLEG relist, pod events to workers, and, once every
   source has spoken, runtime pods that no source defines are killed (orphans).
 - Probes: an admitted pod's probe workers start with its pod worker and stop when it is killed;
@@ -24,9 +28,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from kubeletapi.api.core_v1 import Container, ObjectMeta, Pod, PodSpec
+from kubeletapi.api.core_v1 import Container, ObjectMeta, Pod, PodSpec, PodStatus
 from kubeletapi.clock import Clock
 from kubeletapi.cm.qos import qos_class
+from kubeletapi.pods.apistatus import BoundPod
 from kubeletapi.pods.loggc import LogGC
 from kubeletapi.pods.pleg import PLEG
 from kubeletapi.pods.sources import ManifestResult, PodUpdate
@@ -38,6 +43,8 @@ from kubeletapi.runtime import types as rt
 
 log = logging.getLogger(__name__)
 GC_EVERY = 60  # housekeeping ticks (about a minute) between log garbage collections
+API_SOURCE = "api"
+REFUSED = "PodNotSupported"  # the reason an API pod this node cannot decode is Failed with
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,9 @@ class PodManager:
         self._statuses = statuses
         self._manifests: list[ManifestRecord] = []
         self._killing: dict[str, Pod] = {}
+        self._terminating: set[str] = set()  # deleted API pods being killed
+        self._terminated: set[str] = set()  # deleted API pods killed: their final status awaits the API
+        self._refusals: dict[str, PodStatus] = {}  # uid -> the Failed status of an API pod not decoded
         self._orphans_killing: set[str] = set()
         self._log_gc = log_gc
         self._probes = probes
@@ -106,17 +116,28 @@ class PodManager:
     # --- sources -------------------------------------------------------------------------------
     def apply(self, update: PodUpdate) -> None:
         self._snapshots[update.source] = update
+        if update.source == API_SOURCE:
+            refused = {r.api.uid for r in update.results if r.api is not None}
+            self._refusals = {uid: s for uid, s in self._refusals.items() if uid in refused}
         self._pending_sources.discard(update.source)
         self._reconcile()
 
     def _reconcile(self) -> None:
         admitted, rejected, records = self._admit()
         for uid in list(self._desired):
-            if uid not in admitted:
+            if uid in admitted:
+                continue
+            if uid in self._terminated:
+                self._release(uid)
+            elif uid not in self._terminating:
                 self._kill(uid)
         for uid, pod in admitted.items():
-            if uid not in self._desired:
+            if pod.metadata.deletion_timestamp is not None:
+                self._terminate(uid, pod)
+            elif uid not in self._desired:
                 self._start(uid, pod)
+            elif pod is not self._desired[uid] and uid not in self._killing:
+                self._workers.update(uid, pod)  # an API pod's new version
         self._desired = admitted
         self._rejected = rejected
         self._manifests = records
@@ -197,8 +218,10 @@ class PodManager:
         return ManifestRecord(source, origin, "rejected", base.namespace, base.name, base.uid, reason)
 
     def _failed(self, pod: Pod, reason: str, message: str) -> Pod:
-        now = dt.datetime.fromtimestamp(self._clock.now(), dt.UTC)
-        return pod.model_copy(update={"status": rejected_status(reason, message, now, qos_class(pod))})
+        return pod.model_copy(update={"status": rejected_status(reason, message, self._now(), qos_class(pod))})
+
+    def _now(self) -> dt.datetime:
+        return dt.datetime.fromtimestamp(self._clock.now(), dt.UTC)
 
     # --- workers -------------------------------------------------------------------------------
     def _start(self, uid: str, pod: Pod) -> None:
@@ -223,12 +246,37 @@ class PodManager:
         if self._probes is not None:
             self._probes.remove_pod(uid)
 
+    def _terminate(self, uid: str, pod: Pod) -> None:
+        """Kill a deleted API pod (with the deletion's grace period) and keep it as terminated."""
+        if uid in self._terminating or uid in self._terminated:
+            return
+        self._terminating.add(uid)
+        if uid in self._killing:
+            return  # already stopping
+        self._killing[uid] = pod
+        self._workers.update(uid, pod)  # the deleted version (its grace period), or a worker to kill it
+        self._workers.kill(uid)
+        if self._probes is not None:
+            self._probes.remove_pod(uid)
+
+    def _release(self, uid: str) -> None:
+        self._terminated.discard(uid)
+        self._statuses.remove(uid)
+
     def _worker_done(self, uid: str) -> None:
         self._killing.pop(uid, None)
         self._orphans_killing.discard(uid)
         pod = self._desired.get(uid)
-        if pod is not None:  # defined again meanwhile
+        if uid in self._terminating:
+            self._terminating.discard(uid)
+            if pod is not None:
+                self._terminated.add(uid)  # its final status stays until the API server forgets it
+                return
+        elif pod is not None:  # defined again meanwhile
+            self._statuses.remove(uid)
             self._run(uid, pod)
+            return
+        self._statuses.remove(uid)
 
     def sources_not_ready(self) -> str | None:
         """None once every source has delivered a snapshot (the kubelet's SourcesReady), else
@@ -290,6 +338,33 @@ class PodManager:
             status = self._statuses.get(uid)
             out.append(pod.model_copy(update={"status": status}) if status is not None else pod)
         return out + list(self._rejected.values())
+
+    def bound_pods(self) -> list[BoundPod]:
+        """The API server's pods with this node's status for them (the status sync's view): an
+        admitted pod's latest status, a refused pod's Failed status."""
+        update = self._snapshots.get(API_SOURCE)
+        out: list[BoundPod] = []
+        for result in update.results if update is not None else ():
+            pod = result.pod
+            if pod is None:
+                if result.api is not None:
+                    ref = result.api
+                    failed = self._refusals.setdefault(ref.uid, rejected_status(REFUSED, result.error, self._now()))
+                    out.append(BoundPod(ref.namespace, ref.name, ref.uid, failed, None, ref.deleting, True))
+                continue
+            meta = pod.metadata
+            uid = meta.uid
+            refused = self._rejected.get(uid)
+            if refused is not None:
+                status: PodStatus | None = refused.status
+                finished = True
+            elif uid in self._desired and self._desired[uid] is pod:
+                status, finished = self._statuses.get(uid), uid in self._terminated
+            else:
+                continue  # a duplicate of another pod's name or UID: not this node's to report
+            out.append(BoundPod(meta.namespace, meta.name, uid, status, pod.status,
+                                meta.deletion_timestamp is not None, finished))
+        return out
 
     def manifests(self) -> list[ManifestRecord]:
         return list(self._manifests)

@@ -47,13 +47,24 @@ _TOO_LARGE = "the manifest is larger than 1.5 MiB"
 
 
 @dataclass(frozen=True)
+class ApiRef:
+    """The API object behind a result that has no pod (one that could not be decoded): what the
+    status sync needs to report the refusal, and to delete the object once it is deleted."""
+
+    namespace: str
+    name: str
+    uid: str
+    deleting: bool = False
+
+
+@dataclass(frozen=True)
 class ManifestResult:
     """One manifest: the static pod it defines, or why it was rejected."""
 
     origin: str  # a file path, the URL (with the item index for a PodList), or namespace/name in the API
     pod: Pod | None = None
     error: str = ""
-    api_uid: str = ""  # an API pod that could not be decoded: its UID, to report the refusal
+    api: ApiRef | None = None  # an API pod that could not be decoded
 
 
 @dataclass(frozen=True)

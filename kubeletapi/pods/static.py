@@ -55,6 +55,11 @@ class Fnv128a:
         return self.digest().hex()
 
 
+def is_static(pod: Pod) -> bool:
+    """The kubelet's IsStaticPod: a pod from a file or URL source (the API's own say "api")."""
+    return pod.metadata.annotations.get(CONFIG_SOURCE, "api") != "api"
+
+
 def canonical_json(pod: Pod) -> bytes:
     """The pod's wire form as sorted-key compact JSON: the bytes its UID is hashed from."""
     return json.dumps(pod.to_wire(), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()

@@ -36,6 +36,7 @@ from kubeletapi.api.core_v1 import (
     PodStatus,
 )
 from kubeletapi.cm.qos import qos_class
+from kubeletapi.pods.static import is_static
 from kubeletapi.runtime import types as rt
 
 CONTAINER_ID_SCHEME = "process"
@@ -134,8 +135,10 @@ def container_status(
     return status
 
 
-def phase(pod: Pod, init: Sequence[ContainerStatus], app: Sequence[ContainerStatus]) -> str:
-    """getPhase: Pending, Running, Succeeded or Failed."""
+def phase(pod: Pod, init: Sequence[ContainerStatus], app: Sequence[ContainerStatus], terminal: bool = False) -> str:
+    """getPhase: Pending, Running, Succeeded or Failed. `terminal`: the pod is being deleted and
+    its containers will not be restarted whatever the policy (an API pod only: a static pod
+    keeps the policy's phase, as the kubelet's TODO #116484 leaves it)."""
     policy = pod.spec.restart_policy or "Always"
     init_failed = any(_failed(s) for s in init)
     if policy == "Never" and init_failed:
@@ -157,6 +160,8 @@ def phase(pod: Pod, init: Sequence[ContainerStatus], app: Sequence[ContainerStat
     if running:
         return "Running"
     if stopped:
+        if terminal and not is_static(pod):
+            return "Succeeded" if stopped == succeeded else "Failed"
         if policy == "Always":
             return "Running"
         if stopped == succeeded:
@@ -215,20 +220,55 @@ def pod_status(
     now: dt.datetime,
     probes: ProbeView = _NO_PROBES,
     scheme: str = CONTAINER_ID_SCHEME,
+    terminal: bool = False,
 ) -> PodStatus:
-    """`scheme` prefixes container ids (`containerd://...`): the runtime's name, as the kubelet's."""
+    """`scheme` prefixes container ids (`containerd://...`): the runtime's name, as the kubelet's.
+    `terminal`: the final status of a pod whose containers were stopped for good (deletion)."""
     init = [container_status(c, view, waiting.get(c.name), scheme) for c in pod.spec.init_containers]
     for status in init:  # as the kubelet's prober marks it: a completed init container is ready
         status.ready = _succeeded(status)
     app = [container_status(c, view, waiting.get(c.name), scheme, probes) for c in pod.spec.containers]
-    pod_phase = phase(pod, init, app)
+    pod_phase = phase(pod, init, app, terminal)
+    if previous is not None and previous.phase in ("Succeeded", "Failed"):
+        pod_phase = previous.phase  # a terminal phase never changes (generateAPIPodStatus)
     conds = conditions(view, init, app, pod_phase)
+    generation = pod.metadata.generation  # PodObservedGenerationTracking (beta, on in 1.34)
+    for cond in conds:
+        cond.observed_generation = generation
     _carry_transitions(conds, previous.conditions if previous is not None else (), now.replace(microsecond=0))
-    return PodStatus(
+    out = PodStatus(
+        observed_generation=generation,
         phase=pod_phase, conditions=conds, host_ip=node_ip, host_ips=[HostIP(ip=node_ip)],
-        pod_ip=node_ip, pod_ips=[PodIP(ip=node_ip)], start_time=start_time,
+        pod_ip=node_ip, pod_ips=[PodIP(ip=node_ip)],
+        start_time=previous.start_time if previous is not None and previous.start_time else start_time,
         init_container_statuses=init, container_statuses=app, qos_class=qos_class(pod),
     )
+    return terminated(pod, out) if terminal else out
+
+
+UNKNOWN_STATE = ContainerStateTerminated(
+    exit_code=137, reason="ContainerStatusUnknown",
+    message="The container could not be located when the pod was terminated")
+
+
+def terminated(pod: Pod, status: PodStatus) -> PodStatus:
+    """The status manager's TerminatePod: once the pod has initialized, a container without a
+    terminated state gets the unknown one (exit 137), as does every init container before the
+    last that started; an API pod whose phase is not terminal becomes Failed."""
+    initialized = not pod.spec.init_containers or any(
+        s.state.waiting is None or s.last_state.terminated is not None for s in status.container_statuses)
+    if initialized:
+        for s in status.container_statuses:
+            if s.state.terminated is None:
+                s.state = ContainerState(terminated=UNKNOWN_STATE.model_copy())
+    started = [i for i, s in enumerate(status.init_container_statuses)
+               if s.state.waiting is None or s.last_state.terminated is not None]
+    for s in status.init_container_statuses[:started[-1] if started else 0]:
+        if s.state.terminated is None:
+            s.state = ContainerState(terminated=UNKNOWN_STATE.model_copy())
+    if not is_static(pod) and status.phase not in ("Succeeded", "Failed"):
+        status.phase = "Failed"
+    return status
 
 
 def rejected_status(reason: str, message: str, now: dt.datetime, qos: str = "") -> PodStatus:

@@ -1,8 +1,9 @@
 """Stopping a container as the kubelet's killContainer does: its preStop hook within the grace
 period, then the runtime's stop (SIGTERM, SIGKILL when what is left of the grace period ends).
 
-The grace period is the pod's terminationGracePeriodSeconds (30 s when unset), or a probe's own
-when a failed liveness or startup probe stops the container; never under 2 s (the kubelet's
+The grace period is the deleted pod's deletionGracePeriodSeconds, else its
+terminationGracePeriodSeconds (30 s when unset), or a probe's own when a failed liveness or
+startup probe stops the container; never under 2 s (the kubelet's
 minimumGracePeriodInSeconds).
 """
 
@@ -35,7 +36,9 @@ def grace_period(pod: Pod, override: int | None = None) -> float:
     """Seconds a container of `pod` is given to stop (`override`: a probe's own period)."""
     if override is not None:
         return max(float(override), MIN_GRACE_S)
-    grace = pod.spec.termination_grace_period_seconds
+    grace = pod.metadata.deletion_grace_period_seconds  # the API server's, once the pod is deleted
+    if grace is None:
+        grace = pod.spec.termination_grace_period_seconds
     return max(float(DEFAULT_GRACE_S if grace is None else grace), MIN_GRACE_S)
 
 

@@ -13,7 +13,8 @@ marks it, and its status, and the next sync, read a record listed after that mar
 is never missed and a container never started twice; a sync that changed nothing lists nothing.
 The pod's QoS class and resources are computed once per sync (cm.resources.pod_resources).
 kill: stop every running container (stopping.py: preStop, SIGTERM, SIGKILL at the grace period's
-end; in parallel), then remove containers, sandbox, cgroups and volumes; logs stay for the log GC.
+end; in parallel), write the pod's final status (terminal for an API pod), then remove
+containers, sandbox, cgroups and volumes; logs stay for the log GC.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
 
-from kubeletapi.api.core_v1 import Container, Pod
+from kubeletapi.api.core_v1 import Container, Pod, PodStatus
 from kubeletapi.clock import Clock
 from kubeletapi.cm.cgroupnames import pod_cgroup_path
 from kubeletapi.cm.resources import PodResources, pod_resources
@@ -37,6 +38,7 @@ from kubeletapi.pods.images import ImageManager
 from kubeletapi.pods.lifecycle import run_hook
 from kubeletapi.pods.node import NodeEnv
 from kubeletapi.pods.podcache import PodRecord
+from kubeletapi.pods.static import is_static
 from kubeletapi.pods.status import CONTAINER_ID_SCHEME, ContainerProbes, PodView, ProbeView, pod_status
 from kubeletapi.pods.statusstore import StatusStore
 from kubeletapi.pods.stopping import ContainerStopper, grace_period
@@ -340,7 +342,7 @@ class PodSyncer:
             log.warning("pod %s/%s: waiting on the container runtime: %s", pod.metadata.namespace,
                         pod.metadata.name, exc)
         state.runtime_down = True
-        previous = self._statuses.get(pod.metadata.uid)
+        previous = self._previous(pod)
         if previous is not None and previous.container_statuses:
             return
         self._wait_all(pod, state, "ContainerCreating", str(exc))
@@ -356,7 +358,7 @@ class PodSyncer:
         present = {c.id for c in record.containers}
         state.killed = {cid: why for cid, why in state.killed.items() if cid in present}
         probes = ProbeView(uid, self._probes, state.killed)
-        status = pod_status(pod, view, state.waiting, self._node.node_ip, state.start_time, self._statuses.get(uid),
+        status = pod_status(pod, view, state.waiting, self._node.node_ip, state.start_time, self._previous(pod),
                             self._now(), probes, self.id_scheme)
         self._statuses.set(uid, status)
         all_running = bool(status.container_statuses) and all(
@@ -377,6 +379,9 @@ class PodSyncer:
         running = [c for c in record.containers if c.state is rt.ContainerState.RUNNING]
         stopping = (self._stopper.stop(pod, specs.get(c.name), c, "the pod is being removed") for c in running)
         await asyncio.gather(*stopping)
+        if running:
+            record = await self._records.pod_record(uid, self._records.mark())
+        self._final_status(pod, record)
         for sandbox in record.sandboxes:
             await self._runtime.remove_pod_sandbox(sandbox.id)
         await self._records.pod_record(uid, self._records.mark())
@@ -384,8 +389,26 @@ class PodSyncer:
         self._backoff.forget(f"{uid}/")
         self._images.forget(uid)
         self._pods.pop(uid, None)
-        self._statuses.remove(uid)
         log.info("pod %s/%s (%s) removed", pod.metadata.namespace, pod.metadata.name, uid)
+
+    def _previous(self, pod: Pod) -> PodStatus | None:
+        """The pod's last status: this node's, else the API server's (an API pod first seen, or
+        seen again after a restart: its conditions' transition times and start time carry on)."""
+        status = self._statuses.get(pod.metadata.uid)
+        if status is None and pod.status.phase and not is_static(pod):
+            return pod.status
+        return status
+
+    def _final_status(self, pod: Pod, record: PodRecord) -> None:
+        """The pod's last status, its containers stopped (the kubelet's TerminatePod): what the
+        API server is told before the pod is deleted. The manager drops it when done with it."""
+        uid = pod.metadata.uid
+        state = self._pods.get(uid)
+        killed = state.killed if state is not None else {}
+        status = pod_status(pod, PodView.of(record.sandboxes, record.containers), {}, self._node.node_ip,
+                            state.start_time if state is not None else None, self._previous(pod), self._now(),
+                            ProbeView(uid, None, killed), self.id_scheme, terminal=True)
+        self._statuses.set(uid, status)
 
     def _now(self) -> dt.datetime:
         return dt.datetime.fromtimestamp(self._clock.now(), dt.UTC).replace(microsecond=0)

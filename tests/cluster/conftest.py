@@ -3,11 +3,14 @@ uses its own node name and namespace)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.cluster.controlplane import ControlPlane
+from tests.cluster.node import Node
 from tests.netns import TestNetwork
 
 GRACE = "16s"  # node-monitor-grace-period: a stopped node turns NotReady within seconds, not 50 s
@@ -31,3 +34,27 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory, cluster_network: Tes
         yield plane
     finally:
         plane.stop()
+
+
+@pytest.fixture
+def node(control_plane: ControlPlane, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Node]:
+    """A node of the session's plane (not started); extra agent flags by `@pytest.mark.node_args(...)`."""
+    marker = request.node.get_closest_marker("node_args")
+    n = Node(control_plane, tmp_path, *(marker.args if marker is not None else ()))
+    try:
+        yield n
+    finally:
+        n.remove()
+
+
+@pytest.fixture
+def namespace(control_plane: ControlPlane) -> Iterator[str]:
+    """A namespace of this test's own, ready for pods (default ServiceAccount, root CA);
+    deleted afterwards (the namespace controller removes what is left in it)."""
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    control_plane.kubectl("create", "namespace", name)
+    try:
+        control_plane.wait_namespace_ready(name)
+        yield name
+    finally:
+        control_plane.kubectl("delete", "namespace", name, "--wait=false", check=False)

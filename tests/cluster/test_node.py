@@ -4,70 +4,16 @@ NotReady when the agent stops and Ready again when it returns."""
 from __future__ import annotations
 
 import time
-import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.cluster.controlplane import ControlPlane
-from tests.helpers import LOOPBACK, AgentProcess, agent_args, purge
+from tests.cluster.node import Node
 from tests.podtools import wait_for
 
-pytestmark = [pytest.mark.cluster, pytest.mark.e2e]
-
-
-class Node:
-    def __init__(self, plane: ControlPlane, tmp: Path, *extra: str) -> None:
-        self.plane = plane
-        self.name = f"node-{uuid.uuid4().hex[:8]}"
-        self.args = agent_args(tmp, "--kubeconfig", str(plane.node_identity(self.name)),
-                               "--client-ca-file", str(plane.pki.ca.cert), *extra)
-        for flag, value in (("--hostname-override", self.name), ("--address", plane.node_ip),
-                            ("--node-ip", plane.node_ip)):
-            self.args[self.args.index(flag) + 1] = value
-        self.agent: AgentProcess | None = None
-
-    def start(self) -> None:
-        self.agent = AgentProcess(self.args)
-        self.agent.wait_healthy(f"http://{LOOPBACK}:{self.flag('--healthz-port')}/healthz")
-
-    def stop(self) -> str:
-        out = ""
-        if self.agent is not None:
-            _, out = self.agent.stop()
-            self.agent = None
-        return out
-
-    def flag(self, name: str) -> str:
-        return self.args[self.args.index(name) + 1]
-
-    def get(self) -> dict[str, Any] | None:
-        with self.plane.admin_client() as client:
-            response = client.get(f"/api/v1/nodes/{self.name}")
-        return response.json() if response.status_code == 200 else None
-
-    def condition(self, kind: str) -> dict[str, Any] | None:
-        node = self.get()
-        conditions = (node or {}).get("status", {}).get("conditions") or []
-        return next((c for c in conditions if c["type"] == kind), None)
-
-    def ready(self) -> bool:
-        ready = self.condition("Ready")
-        return ready is not None and ready["status"] == "True"
-
-
-@pytest.fixture
-def node(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Node]:
-    n = Node(control_plane, tmp_path, "--node-labels", "tier=test,kubeletapi.dev/role=edge")
-    try:
-        yield n
-    finally:
-        n.stop()
-        purge(n.args)
-        with control_plane.admin_client() as client:
-            client.delete(f"/api/v1/nodes/{n.name}")
+pytestmark = [pytest.mark.cluster, pytest.mark.e2e,
+              pytest.mark.node_args("--node-labels", "tier=test,kubeletapi.dev/role=edge")]
 
 
 def test_registers_with_the_kubelets_fields_and_is_ready_within_5s(node: Node, control_plane: ControlPlane) -> None:

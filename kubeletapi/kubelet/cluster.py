@@ -1,0 +1,104 @@
+"""Wiring of apiserver mode: the API client from --kubeconfig, the node's facts from the
+configuration and the machine, the node controller (registration, status, lease), the API
+server's pod source and the pod status sync.
+
+Built before the pod machinery (which takes the pod source), started after it (the node reports
+the runtime's version). Without --kubeconfig none of this exists: the standalone node is
+unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from kubeletapi.aio import cancel_and_wait
+from kubeletapi.apiclient.client import ApiClient
+from kubeletapi.clock import Clock
+from kubeletapi.config import KubeletConfiguration, NodeOptions
+from kubeletapi.kubeconfig import load_kubeconfig
+from kubeletapi.kubelet.pods import PodWiring
+from kubeletapi.node.controller import NodeController
+from kubeletapi.node.facts import NodeFacts, hugepages, rootfs_capacity
+from kubeletapi.nodeinfo import IPAddress
+from kubeletapi.pods.apisource import ApiServerSource
+from kubeletapi.pods.apistatus import StatusSync
+from kubeletapi.stats.machine import MachineInfo
+
+log = logging.getLogger(__name__)
+KUBERNETES_VERSION = "v1.34.4"  # the kubelet whose behaviour this agent reproduces in a cluster
+
+
+def kubelet_version() -> str:
+    """nodeInfo.kubeletVersion: the Kubernetes version reproduced, with kubeletapi's own as build
+    metadata (semver ignores it, so version checks see a 1.34 kubelet)."""
+    from kubeletapi import __version__  # noqa: PLC0415 - the package's, at call time
+
+    return f"{KUBERNETES_VERSION}+kubeletapi-{__version__}"
+
+
+class ClusterWiring:
+    """Everything that speaks to the API server, when --kubeconfig names one."""
+
+    def __init__(self, cfg: KubeletConfiguration, opts: NodeOptions, node_name: str, clock: Clock) -> None:
+        assert opts.kubeconfig is not None
+        self.api = ApiClient(load_kubeconfig(opts.kubeconfig), clock, qps=cfg.kube_api_qps, burst=cfg.kube_api_burst)
+        self.pod_source = ApiServerSource(self.api, node_name, self._node_exists, clock)
+        self.controller: NodeController | None = None
+        self.status_sync: StatusSync | None = None
+        self._cfg = cfg
+        self._opts = opts
+        self._node_name = node_name
+        self._clock = clock
+        self._started = asyncio.Event()
+        self._pods: PodWiring | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self, pods: PodWiring, machine: MachineInfo, node_ips: Sequence[IPAddress]) -> None:
+        self._pods = pods
+        cfg = self._cfg
+        self.status_sync = StatusSync(self.api, pods.manager, self._clock)
+        pods.statuses.subscribe(self.status_sync.notify)
+        self._tasks.append(asyncio.create_task(self.status_sync.run(), name="pod-status-sync"))
+        if cfg.register_node:
+            addresses = [("InternalIP", str(ip)) for ip in node_ips] + [("Hostname", self._node_name)]
+            facts = NodeFacts(
+                name=self._node_name, hostname=self._node_name, addresses=addresses, kubelet_port=cfg.port,
+                machine=machine, max_pods=cfg.max_pods, rootfs_bytes=rootfs_capacity(self._opts.root_dir),
+                hugepages=hugepages(), kubelet_version=kubelet_version(), labels=dict(self._opts.node_labels),
+                taints=[t.to_wire() for t in cfg.register_with_taints],
+                kube_reserved=cfg.kube_reserved, system_reserved=cfg.system_reserved,
+                eviction_hard=cfg.eviction_hard or {}, runtime_version=pods.runtime_version,
+            )
+            self.controller = NodeController(
+                self.api, facts, self._clock, boot_id=machine.boot_id, not_ready=self._not_ready,
+                images=self._images, update_s=cfg.node_status_update_frequency.seconds,
+                report_s=cfg.node_status_report_frequency.seconds, lease_s=cfg.node_lease_duration_seconds,
+            )
+            await self.controller.start()
+        else:
+            log.info("registerNode is false: the node is not registered with %s", self.api.server)
+        self._started.set()
+
+    async def stop(self) -> None:
+        await cancel_and_wait(self._tasks)
+        self._tasks.clear()
+        if self.controller is not None:
+            await self.controller.stop()
+        await self.api.close()
+
+    async def _node_exists(self) -> None:
+        """The kubelet watches its pods only once its Node exists (registered, or registered by
+        someone else when registerNode is false)."""
+        await self._started.wait()
+        if self.controller is not None:
+            await self.controller.registered.wait()
+
+    def _not_ready(self) -> list[str]:
+        reason = self._pods.pleg.unhealthy() if self._pods is not None else None
+        return [reason] if reason else []
+
+    async def _images(self) -> list[dict[str, Any]]:
+        return []  # the process runtime has no images; a CRI runtime's come with its image listing

@@ -1,0 +1,59 @@
+"""A kubeletapi node of the test control plane: the agent as a process with a node identity,
+serving on the plane's node address; and the API's view of it."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+from tests.cluster.controlplane import ControlPlane
+from tests.helpers import LOOPBACK, AgentProcess, agent_args, purge
+
+
+class Node:
+    def __init__(self, plane: ControlPlane, tmp: Path, *extra: str) -> None:
+        self.plane = plane
+        self.name = f"node-{uuid.uuid4().hex[:8]}"
+        self.args = agent_args(tmp, "--kubeconfig", str(plane.node_identity(self.name)),
+                               "--client-ca-file", str(plane.pki.ca.cert), *extra)
+        for flag, value in (("--hostname-override", self.name), ("--address", plane.node_ip),
+                            ("--node-ip", plane.node_ip)):
+            self.args[self.args.index(flag) + 1] = value
+        self.agent: AgentProcess | None = None
+        self.log = tmp / "agent.log"
+
+    def start(self) -> None:
+        self.agent = AgentProcess(self.args, log=self.log)
+        self.agent.wait_healthy(f"http://{LOOPBACK}:{self.flag('--healthz-port')}/healthz")
+
+    def stop(self) -> str:
+        out = ""
+        if self.agent is not None:
+            _, out = self.agent.stop()
+            self.agent = None
+        return out
+
+    def flag(self, name: str) -> str:
+        return self.args[self.args.index(name) + 1]
+
+    def get(self) -> dict[str, Any] | None:
+        with self.plane.admin_client() as client:
+            response = client.get(f"/api/v1/nodes/{self.name}")
+        return response.json() if response.status_code == 200 else None
+
+    def condition(self, kind: str) -> dict[str, Any] | None:
+        node = self.get()
+        conditions = (node or {}).get("status", {}).get("conditions") or []
+        return next((c for c in conditions if c["type"] == kind), None)
+
+    def ready(self) -> bool:
+        ready = self.condition("Ready")
+        return ready is not None and ready["status"] == "True"
+
+    def remove(self) -> None:
+        """Stop the agent, remove what it left (cgroups, state) and its Node object."""
+        self.stop()
+        purge(self.args)
+        with self.plane.admin_client() as client:
+            client.delete(f"/api/v1/nodes/{self.name}")

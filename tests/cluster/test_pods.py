@@ -1,0 +1,85 @@
+"""Pods from the API server: scheduled onto the node, run, reported (status patches), and
+deleted gracefully (the container sees SIGTERM; the node deletes the pod once it stopped)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+
+from tests.cluster.controlplane import ControlPlane
+from tests.cluster.node import Node
+from tests.podtools import wait_for
+
+pytestmark = [pytest.mark.cluster, pytest.mark.e2e]
+
+
+def _pods(plane: ControlPlane, namespace: str, selector: str) -> list[dict[str, Any]]:
+    out = plane.kubectl("get", "pods", "-n", namespace, "-l", selector, "-o", "json").stdout
+    items = json.loads(out)["items"]
+    assert isinstance(items, list)
+    return items
+
+
+def _running_and_ready(pod: dict[str, Any]) -> bool:
+    status = pod.get("status") or {}
+    ready = next((c for c in status.get("conditions") or [] if c["type"] == "Ready"), None)
+    return status.get("phase") == "Running" and ready is not None and ready["status"] == "True"
+
+
+def test_a_deployment_runs_on_the_node(node: Node, control_plane: ControlPlane, namespace: str) -> None:
+    node.start()
+    wait_for(node.ready, timeout=10, what="node Ready")
+    control_plane.kubectl("create", "deployment", "sleeper", "-n", namespace, "--replicas=3",
+                          "--image=busybox:1.36", "--", "sleep", "3600")
+
+    def all_running() -> list[dict[str, Any]] | None:
+        items = _pods(control_plane, namespace, "app=sleeper")
+        return items if len(items) == 3 and all(_running_and_ready(p) for p in items) else None
+
+    pods = wait_for(all_running, timeout=60, what="3 replicas Running and Ready")
+    for pod in pods:
+        assert pod["spec"]["nodeName"] == node.name
+        status = pod["status"]
+        assert status["podIP"] == control_plane.node_ip and status["hostIP"] == control_plane.node_ip
+        assert status["podIPs"] == [{"ip": control_plane.node_ip}]
+        assert status["observedGeneration"] == pod["metadata"]["generation"]
+        (container,) = status["containerStatuses"]
+        assert container["ready"] is True and "running" in container["state"]
+        assert container["containerID"].startswith("process://")
+        kinds = {c["type"]: c["status"] for c in status["conditions"]}
+        assert kinds == {"PodReadyToStartContainers": "True", "Initialized": "True", "Ready": "True",
+                         "ContainersReady": "True", "PodScheduled": "True"}
+    wide = control_plane.kubectl("get", "pods", "-n", namespace, "-o", "wide").stdout
+    assert wide.count("Running") == 3 and control_plane.node_ip in wide
+
+
+def test_a_deleted_pod_terminates_gracefully_and_is_removed(node: Node, control_plane: ControlPlane,
+                                                             namespace: str, tmp_path_factory: pytest.TempPathFactory
+                                                             ) -> None:
+    node.start()
+    wait_for(node.ready, timeout=10, what="node Ready")
+    marker = tmp_path_factory.mktemp("graceful") / "sigterm"
+    script = f"trap 'echo got-sigterm > {marker}; exit 0' TERM; while true; do sleep 0.2; done"
+    manifest = {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "graceful", "namespace": namespace},
+        "spec": {"nodeName": node.name, "terminationGracePeriodSeconds": 20, "automountServiceAccountToken": False,
+                 "containers": [{"name": "main", "image": "busybox:1.36", "command": ["sh", "-c", script]}]},
+    }
+    control_plane.kubectl("apply", "-f", "-", input_=json.dumps(manifest))
+    wait_for(lambda: _running_and_ready(_get_pod(control_plane, namespace, "graceful") or {}), timeout=30,
+             what="the pod Running")
+    started = time.monotonic()
+    control_plane.kubectl("delete", "pod", "graceful", "-n", namespace, "--wait=false")
+    wait_for(lambda: _get_pod(control_plane, namespace, "graceful") is None, timeout=30,
+             what="the node deletes the pod from the API server")
+    assert marker.read_text().strip() == "got-sigterm"
+    assert time.monotonic() - started < 20  # the container exited on SIGTERM, not at the grace period's end
+
+
+def _get_pod(plane: ControlPlane, namespace: str, name: str) -> dict[str, Any] | None:
+    with plane.admin_client() as client:
+        response = client.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
+    return response.json() if response.status_code == 200 else None
