@@ -6,6 +6,7 @@ local, and `remove` deletes the namespace (and with it the pair)."""
 
 from __future__ import annotations
 
+import random
 import subprocess
 import uuid
 from dataclasses import dataclass
@@ -15,6 +16,14 @@ def _ip(*args: str) -> None:
     result = subprocess.run(["ip", *args], capture_output=True, text=True, check=False, timeout=30)
     if result.returncode != 0:
         raise RuntimeError(f"ip {' '.join(args)}: {result.stderr.strip()}")
+
+
+def _free_subnet() -> int:
+    used = subprocess.run(["ip", "-4", "-o", "addr"], capture_output=True, text=True, check=True, timeout=30).stdout
+    free = [n for n in range(1, 255) if f" 10.250.{n}." not in used]
+    if not free:
+        raise RuntimeError("no free 10.250.x.0/30 for a test network")
+    return random.choice(free)
 
 
 @dataclass(frozen=True)
@@ -28,7 +37,11 @@ class TestNetwork:
     peer: str
 
     @classmethod
-    def create(cls, subnet: int) -> TestNetwork:
+    def create(cls, subnet: int | None = None) -> TestNetwork:
+        """`subnet`: the third octet; by default one no interface of this machine uses (several
+        test sessions may run at once)."""
+        if subnet is None:
+            subnet = _free_subnet()
         tag = uuid.uuid4().hex[:6]
         net = cls(name=f"kla-test-{tag}", host_if=f"kla{tag}",
                   host=f"10.250.{subnet}.1", peer=f"10.250.{subnet}.2")

@@ -19,7 +19,7 @@ GRACE = "16s"  # node-monitor-grace-period: a stopped node turns NotReady within
 @pytest.fixture(scope="session")
 def cluster_network() -> Iterator[TestNetwork]:
     """The nodes' address: the API server proxies only to global-unicast node addresses."""
-    net = TestNetwork.create(subnet=1)
+    net = TestNetwork.create()
     try:
         yield net
     finally:
