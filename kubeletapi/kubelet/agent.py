@@ -159,7 +159,7 @@ class Kubelet:
                 self.cluster = ClusterWiring(self.cfg, self.opts, self.node_name, self.clock)
             api_sources = [("api", self.cluster.pod_source)] if self.cluster is not None else []
             self.pods = PodWiring(self.cfg, self.opts, self.node_name, str(self.node_ips[0]), self.clock, metrics,
-                                  api_sources)
+                                  api_sources, api=self.cluster.readers if self.cluster is not None else None)
             self._registries["metrics"].register(LogUsageCollector(self.pods.inventory.log_dirs))
             self.stats = StatsProvider(self.cfg, self.opts, self.node_name, self.clock, self.pods)
             if self.stats.sink is not None:

@@ -1,6 +1,8 @@
 """Wiring of apiserver mode: the API client from --kubeconfig, the node's facts from the
 configuration and the machine, the node controller (registration, status, lease), the API
-server's pod source and the pod status sync.
+server's pod source and the pod status sync, and what pods read from the API server (the
+ConfigMap and Secret caches, the token manager: `readers`, handed to the pod wiring; a change
+they see pokes the pods concerned).
 
 Built before the pod machinery (which takes the pod source), started after it (the node reports
 the runtime's version). Without --kubeconfig none of this exists: the standalone node is
@@ -11,20 +13,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from kubeletapi.aio import cancel_and_wait
+from kubeletapi.api.quantity import Quantity
 from kubeletapi.apiclient.client import ApiClient
 from kubeletapi.clock import Clock
 from kubeletapi.config import KubeletConfiguration, NodeOptions
 from kubeletapi.kubeconfig import load_kubeconfig
-from kubeletapi.kubelet.pods import PodWiring
+from kubeletapi.kubelet.pods import ApiReaders, PodWiring
 from kubeletapi.node.controller import NodeController
 from kubeletapi.node.facts import NodeFacts, hugepages, rootfs_capacity
 from kubeletapi.nodeinfo import IPAddress
 from kubeletapi.pods.apisource import ApiServerSource
 from kubeletapi.pods.apistatus import StatusSync
+from kubeletapi.pods.objectcache import ObjectCache
+from kubeletapi.pods.tokens import TokenManager
 from kubeletapi.stats.machine import MachineInfo
 
 log = logging.getLogger(__name__)
@@ -46,6 +51,13 @@ class ClusterWiring:
         assert opts.kubeconfig is not None
         self.api = ApiClient(load_kubeconfig(opts.kubeconfig), clock, qps=cfg.kube_api_qps, burst=cfg.kube_api_burst)
         self.pod_source = ApiServerSource(self.api, node_name, self._node_exists, clock)
+        self.readers = ApiReaders(
+            configmaps=ObjectCache(self.api, "configmaps", "configmap", clock, self._poke),
+            secrets=ObjectCache(self.api, "secrets", "secret", clock, self._poke),
+            tokens=TokenManager(self.api, clock, lambda uid: self._poke((uid,))),
+            allocatable=self._allocatable,
+        )
+        self._facts: NodeFacts | None = None
         self.controller: NodeController | None = None
         self.status_sync: StatusSync | None = None
         self._cfg = cfg
@@ -72,6 +84,7 @@ class ClusterWiring:
                 kube_reserved=cfg.kube_reserved, system_reserved=cfg.system_reserved,
                 eviction_hard=cfg.eviction_hard or {}, runtime_version=pods.runtime_version,
             )
+            self._facts = facts
             self.controller = NodeController(
                 self.api, facts, self._clock, boot_id=machine.boot_id, not_ready=self._not_ready,
                 images=self._images, update_s=cfg.node_status_update_frequency.seconds,
@@ -87,7 +100,19 @@ class ClusterWiring:
         self._tasks.clear()
         if self.controller is not None:
             await self.controller.stop()
+        await self.readers.configmaps.stop()
+        await self.readers.secrets.stop()
+        await self.readers.tokens.stop()
         await self.api.close()
+
+    def _poke(self, uids: Iterable[str]) -> None:
+        """An object or token the pods use changed: sync them now (their volumes follow)."""
+        if self._pods is not None:
+            for uid in uids:
+                self._pods.manager.poke(uid)
+
+    def _allocatable(self) -> dict[str, Quantity]:
+        return self._facts.allocatable() if self._facts is not None else {}
 
     async def _node_exists(self) -> None:
         """The kubelet watches its pods only once its Node exists (registered, or registered by

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -26,6 +27,7 @@ from kubeletapi.errors import KubeletError
 from kubeletapi.metrics.pods import PodMetrics
 from kubeletapi.metrics.runtime import InstrumentedRuntime
 from kubeletapi.pods.access import ContainerAccess
+from kubeletapi.pods.apivolumes import ApiVolumes
 from kubeletapi.pods.backoff import Backoff
 from kubeletapi.pods.images import ImageManager
 from kubeletapi.pods.inventory import PodInventory
@@ -33,12 +35,14 @@ from kubeletapi.pods.loggc import LogGC
 from kubeletapi.pods.logrotation import ContainerLogRotator
 from kubeletapi.pods.manager import PodManager
 from kubeletapi.pods.node import NodeEnv
+from kubeletapi.pods.objectcache import ObjectCache
 from kubeletapi.pods.pleg import PLEG
 from kubeletapi.pods.queries import PodQueries
 from kubeletapi.pods.sources import FileSource, PodSource, URLSource
 from kubeletapi.pods.statusstore import StatusStore
 from kubeletapi.pods.sync import PodSyncer
-from kubeletapi.pods.volumes import PodVolumes
+from kubeletapi.pods.tokens import TokenManager
+from kubeletapi.pods.volumes import PodVolumes, run_command
 from kubeletapi.prober import ProbeManager
 from kubeletapi.runtime.cri import CRIRuntime
 from kubeletapi.runtime.interface import Runtime
@@ -75,6 +79,18 @@ def _isolation() -> bool:
         return False
 
 
+@dataclass(frozen=True)
+class ApiReaders:
+    """What pods read from the API server (apiserver mode; ClusterWiring builds them): the
+    referenced ConfigMaps and Secrets, service-account tokens, the node's allocatable resources
+    (empty until known: the node's capacity stands in)."""
+
+    configmaps: ObjectCache
+    secrets: ObjectCache
+    tokens: TokenManager
+    allocatable: Callable[[], Mapping[str, Quantity]]
+
+
 class RuntimeProcesses:
     """The CRI runtime's own processes (containerd and its shims) for the summary's `runtime`
     system container, found by name and refreshed at most once a minute."""
@@ -100,7 +116,8 @@ class PodWiring:
     a CRI runtime (containerd) with --container-runtime=remote."""
 
     def __init__(self, cfg: KubeletConfiguration, opts: NodeOptions, node_name: str, node_ip: str,
-                 clock: Clock, metrics: PodMetrics, extra_sources: Sequence[tuple[str, PodSource]] = ()) -> None:
+                 clock: Clock, metrics: PodMetrics, extra_sources: Sequence[tuple[str, PodSource]] = (),
+                 api: ApiReaders | None = None) -> None:
         isolated = _isolation()
         log_max_size = Quantity.parse(cfg.container_log_max_size).value()
         opts.root_dir.mkdir(parents=True, exist_ok=True)  # the kubelet's root directory (pods, stats' rootFs)
@@ -140,7 +157,8 @@ class PodWiring:
                                    user_agent=probe_user_agent())
         images = ImageManager(self.runtime, clock, serialize=cfg.serialize_image_pulls,
                               max_parallel=cfg.max_parallel_image_pulls)
-        self._syncer = syncer = PodSyncer(self.runtime, self.node, clock, Backoff(clock), PodVolumes(self.node),
+        volumes = PodVolumes(self.node, api=self._api_volumes(api, clock))
+        self._syncer = syncer = PodSyncer(self.runtime, self.node, clock, Backoff(clock), volumes,
                                           self.pleg, self.statuses, metrics, self.probes, images)
         self.sources = [*self._sources(cfg, node_name, clock), *extra_sources]
         self.manager = PodManager(syncer, self.pleg, self.statuses, clock, cfg.max_pods,
@@ -153,6 +171,13 @@ class PodWiring:
         self._tasks: list[asyncio.Task[None]] = []
         self.runtime_version = ""
         self._log_monitor_s = cfg.container_log_monitor_interval.seconds or 10.0
+
+    def _api_volumes(self, api: ApiReaders | None, clock: Clock) -> ApiVolumes | None:
+        if api is None:
+            return None
+        node = self.node
+        return ApiVolumes(node, api.configmaps, api.secrets, api.tokens, lambda: api.allocatable() or node.capacity(),
+                          clock, run_command)
 
     def _probe_changed(self, uid: str) -> None:
         self.manager.poke(uid)

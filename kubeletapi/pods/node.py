@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from kubeletapi.api.quantity import BINARY_SI, Quantity
+
 
 @dataclass(frozen=True)
 class NodeEnv:
@@ -20,6 +22,12 @@ class NodeEnv:
     memory_capacity: int = 0
     cpu_capacity_milli: int = 0
     max_pods: int = 110
+
+    def capacity(self) -> dict[str, Quantity]:
+        """The cpu and memory the node has: what an unset limit is in the downward API when no
+        allocatable is known (a node without an API server)."""
+        return {"cpu": Quantity.from_milli(self.cpu_capacity_milli),
+                "memory": Quantity.from_int(self.memory_capacity, BINARY_SI)}
 
     def pod_dir(self, uid: str) -> Path:
         return self.root_dir / "pods" / uid

@@ -171,10 +171,10 @@ class PodSyncer:
         sandboxes, containers = record.sandboxes, record.containers
         ready = [s for s in sandboxes if s.state is rt.SandboxState.READY]
         try:
-            volumes = self._volumes.setup(pod)
-        except VolumeError as exc:
+            volumes = await self._volumes.setup(pod)
+        except VolumeError as exc:  # FailedMount: the pod waits, retried after the volume's back-off
             self._wait_all(pod, state, "ContainerCreating", str(exc))
-            return CONFIG_RETRY_S
+            return exc.retry_s if exc.retry_s is not None else CONFIG_RETRY_S
         sandbox_attempt = ready[0].meta.attempt if ready else len(sandboxes)
         ctx = _SyncContext(pod, "", PodView.of(sandboxes, containers), volumes, state, self._node, sandbox_attempt)
         if ready:
@@ -385,7 +385,7 @@ class PodSyncer:
         for sandbox in record.sandboxes:
             await self._runtime.remove_pod_sandbox(sandbox.id)
         await self._records.pod_record(uid, self._records.mark())
-        self._volumes.teardown(uid)
+        await self._volumes.teardown(uid)
         self._backoff.forget(f"{uid}/")
         self._images.forget(uid)
         self._pods.pop(uid, None)

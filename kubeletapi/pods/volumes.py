@@ -1,14 +1,19 @@
-"""Pod volumes on the host: emptyDir and hostPath, prepared before the sandbox.
+"""Pod volumes on the host, prepared before the sandbox (and again on every sync).
 
 emptyDir lives in <root-dir>/pods/<uid>/volumes/kubernetes.io~empty-dir/<name> (mode 0777, as
 the kubelet creates it); medium Memory mounts a tmpfs there (root only), so every container of
 the pod shares it. hostPath honours its type (DirectoryOrCreate, FileOrCreate, Directory, File,
-Socket, CharDevice, BlockDevice). Other volume sources need an API server or a plugin: the pod
-cannot start and the reason says why.
+Socket, CharDevice, BlockDevice). configMap, secret, downwardAPI and projected volumes need the
+API server: with --kubeconfig an ApiVolumePlugins (pods.apivolumes) writes them; standalone, the
+pod cannot start and the reason says so. Other volume sources need a volume plugin kubeletapi
+does not have. A volume that cannot be prepared leaves the pod in ContainerCreating with the
+reason (VolumeError: the one place a failed mount is reported); the other volumes are still
+prepared, and other pods are not affected.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -17,6 +22,7 @@ import stat
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from kubeletapi.api.core_v1 import Pod, Volume
 from kubeletapi.errors import InvalidInput
@@ -42,27 +48,75 @@ def empty_dir_path(node: NodeEnv, uid: str, name: str) -> Path:
     return node.pod_dir(uid) / "volumes" / EMPTY_DIR_PLUGIN / name
 
 
+API_KINDS = ("configMap", "secret", "downwardAPI", "projected")
+
+
 class VolumeError(InvalidInput):
-    """A volume cannot be prepared: the pod waits in ContainerCreating with this message."""
+    """A volume cannot be prepared: the pod waits in ContainerCreating with this message (the
+    kubelet's FailedMount), and its sync runs again after `retry_s` (None: the syncer's default)."""
+
+    def __init__(self, message: str, retry_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_s = retry_s
+
+
+class ApiVolumePlugins(Protocol):
+    """The volumes written from the API server's objects (pods.apivolumes.ApiVolumes)."""
+
+    def register(self, pod: Pod) -> None:
+        """Note what the pod references (its objects are watched from now on)."""
+        ...
+
+    async def setup(self, pod: Pod, volume: Volume, kind: str) -> Mount: ...
+
+    def teardown(self, uid: str) -> None: ...
 
 
 class PodVolumes:
-    def __init__(self, node: NodeEnv, run: Callable[[list[str]], None] | None = None) -> None:
+    def __init__(self, node: NodeEnv, run: Callable[[list[str]], None] | None = None,
+                 api: ApiVolumePlugins | None = None) -> None:
         self._node = node
-        self._run = run or _run
+        self._run = run or run_command
+        self._api = api
 
-    def setup(self, pod: Pod) -> dict[str, Mount]:
-        """Prepare every volume of `pod`; name -> what to mount (host path or tmpfs)."""
-        return {v.name: self._prepare(pod, v) for v in pod.spec.volumes}
+    async def setup(self, pod: Pod) -> dict[str, Mount]:
+        """Prepare every volume of `pod`; name -> what to mount (host path or tmpfs). VolumeError
+        names every volume that failed."""
+        if self._api is not None:
+            self._api.register(pod)
+        mounts: dict[str, Mount] = {}
+        failures: list[VolumeError] = []
+        for volume in pod.spec.volumes:
+            try:
+                mounts[volume.name] = await self._prepare(pod, volume)
+            except VolumeError as exc:
+                failures.append(exc)
+        if failures:
+            retries = [f.retry_s for f in failures if f.retry_s is not None]
+            raise VolumeError("; ".join(str(f) for f in failures), min(retries) if retries else None)
+        return mounts
 
-    def _prepare(self, pod: Pod, volume: Volume) -> Mount:
+    async def _prepare(self, pod: Pod, volume: Volume) -> Mount:
         if volume.empty_dir is not None:
-            return self._empty_dir(pod.metadata.uid, volume)
+            return await asyncio.to_thread(self._empty_dir, pod.metadata.uid, volume)
         if volume.host_path is not None:
-            return self._host_path(volume)
-        kinds = ", ".join(volume.sources()) or "no source"
+            return await asyncio.to_thread(self._host_path, volume)
+        kinds = volume.sources()
+        if kinds and kinds[0] in API_KINDS:
+            if self._api is None:
+                raise VolumeError(
+                    f'volume "{volume.name}": {kinds[0]} volumes need an API server, and kubeletapi runs '
+                    "standalone (no --kubeconfig): only emptyDir and hostPath volumes can be mounted"
+                )
+            return await self._api.setup(pod, volume, kinds[0])
+        named = ", ".join(kinds) or "no source"
+        if self._api is not None:
+            raise VolumeError(
+                f'MountVolume.SetUp failed for volume "{volume.name}" : {named} volumes are not supported by '
+                "kubeletapi (it mounts emptyDir, hostPath, configMap, secret, downwardAPI and projected volumes)"
+            )
         raise VolumeError(
-            f'volume "{volume.name}": {kinds} volumes are not supported by kubeletapi '
+            f'volume "{volume.name}": {named} volumes are not supported by kubeletapi '
             "(only emptyDir and hostPath: there is no API server or volume plugin)"
         )
 
@@ -98,19 +152,24 @@ class PodVolumes:
             raise VolumeError(f'volume "{volume.name}": hostPath {path}: {exc.strerror}') from exc
         return Mount("", str(path))
 
-    def teardown(self, uid: str) -> None:
-        """Unmount memory-backed emptyDirs and remove the pod's directory."""
+    async def teardown(self, uid: str) -> None:
+        """Forget the pod's API objects, unmount its tmpfs volumes and remove its directory."""
+        if self._api is not None:
+            self._api.teardown(uid)
+        await asyncio.to_thread(self._remove, uid)
+
+    def _remove(self, uid: str) -> None:
         base = self._node.pod_dir(uid)
-        empty = base / "volumes" / EMPTY_DIR_PLUGIN
-        if empty.is_dir():
-            for entry in empty.iterdir():
+        volumes = base / "volumes"
+        for plugin in volumes.iterdir() if volumes.is_dir() else ():
+            for entry in plugin.iterdir() if plugin.is_dir() else ():
                 if os.path.ismount(entry):
                     with contextlib.suppress(VolumeError):
                         self._run(["umount", str(entry)])
         shutil.rmtree(base, ignore_errors=True)
 
 
-def _run(argv: list[str]) -> None:
+def run_command(argv: list[str]) -> None:
     result = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=30)
     if result.returncode != 0:
         raise VolumeError(f"{' '.join(argv)}: {result.stderr.strip()}")
