@@ -1,7 +1,7 @@
 """Wiring of apiserver mode: the API client from --kubeconfig, the node's facts from the
 configuration and the machine, the node controller (registration, status, lease), the API
 server's pod source and the pod status sync, and what pods read from the API server (the
-ConfigMap and Secret caches, the token manager: `readers`, handed to the pod wiring; a change
+ConfigMap and Secret caches, the token manager, the Services for env: `readers`, handed to the pod wiring; a change
 they see pokes the pods concerned).
 
 Built before the pod machinery (which takes the pod source), started after it (the node reports
@@ -29,6 +29,7 @@ from kubeletapi.nodeinfo import IPAddress
 from kubeletapi.pods.apisource import ApiServerSource
 from kubeletapi.pods.apistatus import StatusSync
 from kubeletapi.pods.objectcache import ObjectCache
+from kubeletapi.pods.services import ServiceEnv
 from kubeletapi.pods.tokens import TokenManager
 from kubeletapi.stats.machine import MachineInfo
 
@@ -55,6 +56,7 @@ class ClusterWiring:
             configmaps=ObjectCache(self.api, "configmaps", "configmap", clock, self._poke),
             secrets=ObjectCache(self.api, "secrets", "secret", clock, self._poke),
             tokens=TokenManager(self.api, clock, lambda uid: self._poke((uid,))),
+            services=ServiceEnv(self.api, clock),
             allocatable=self._allocatable,
         )
         self._facts: NodeFacts | None = None
@@ -74,6 +76,7 @@ class ClusterWiring:
         self.status_sync = StatusSync(self.api, pods.manager, self._clock)
         pods.statuses.subscribe(self.status_sync.notify)
         self._tasks.append(asyncio.create_task(self.status_sync.run(), name="pod-status-sync"))
+        self._tasks.append(asyncio.create_task(self.readers.services.run(), name="services"))
         if cfg.register_node:
             addresses = [("InternalIP", str(ip)) for ip in node_ips] + [("Hostname", self._node_name)]
             facts = NodeFacts(

@@ -29,6 +29,7 @@ from kubeletapi.metrics.runtime import InstrumentedRuntime
 from kubeletapi.pods.access import ContainerAccess
 from kubeletapi.pods.apivolumes import ApiVolumes
 from kubeletapi.pods.backoff import Backoff
+from kubeletapi.pods.env import EnvResolver
 from kubeletapi.pods.images import ImageManager
 from kubeletapi.pods.inventory import PodInventory
 from kubeletapi.pods.loggc import LogGC
@@ -38,6 +39,7 @@ from kubeletapi.pods.node import NodeEnv
 from kubeletapi.pods.objectcache import ObjectCache
 from kubeletapi.pods.pleg import PLEG
 from kubeletapi.pods.queries import PodQueries
+from kubeletapi.pods.services import ServiceEnv
 from kubeletapi.pods.sources import FileSource, PodSource, URLSource
 from kubeletapi.pods.statusstore import StatusStore
 from kubeletapi.pods.sync import PodSyncer
@@ -82,12 +84,13 @@ def _isolation() -> bool:
 @dataclass(frozen=True)
 class ApiReaders:
     """What pods read from the API server (apiserver mode; ClusterWiring builds them): the
-    referenced ConfigMaps and Secrets, service-account tokens, the node's allocatable resources
-    (empty until known: the node's capacity stands in)."""
+    referenced ConfigMaps and Secrets, service-account tokens, the Services (for env), the
+    node's allocatable resources (empty until known: the node's capacity stands in)."""
 
     configmaps: ObjectCache
     secrets: ObjectCache
     tokens: TokenManager
+    services: ServiceEnv
     allocatable: Callable[[], Mapping[str, Quantity]]
 
 
@@ -159,7 +162,8 @@ class PodWiring:
                               max_parallel=cfg.max_parallel_image_pulls)
         volumes = PodVolumes(self.node, api=self._api_volumes(api, clock))
         self._syncer = syncer = PodSyncer(self.runtime, self.node, clock, Backoff(clock), volumes,
-                                          self.pleg, self.statuses, metrics, self.probes, images)
+                                          self.pleg, self.statuses, metrics, self.probes, images,
+                                          self._env(api))
         self.sources = [*self._sources(cfg, node_name, clock), *extra_sources]
         self.manager = PodManager(syncer, self.pleg, self.statuses, clock, cfg.max_pods,
                                   [name for name, _ in self.sources], metrics, LogGC(self.node.pod_logs_dir, clock),
@@ -175,9 +179,18 @@ class PodWiring:
     def _api_volumes(self, api: ApiReaders | None, clock: Clock) -> ApiVolumes | None:
         if api is None:
             return None
+        return ApiVolumes(self.node, api.configmaps, api.secrets, api.tokens, self._allocatable(api), clock,
+                          run_command)
+
+    def _env(self, api: ApiReaders | None) -> EnvResolver:
+        if api is None:
+            return EnvResolver(self.node)
+        return EnvResolver(self.node, api.configmaps, api.secrets, api.services, self._allocatable(api))
+
+    def _allocatable(self, api: ApiReaders) -> Callable[[], Mapping[str, Quantity]]:
+        """The node's allocatable resources once known, its capacity until then."""
         node = self.node
-        return ApiVolumes(node, api.configmaps, api.secrets, api.tokens, lambda: api.allocatable() or node.capacity(),
-                          clock, run_command)
+        return lambda: api.allocatable() or node.capacity()
 
     def _probe_changed(self, uid: str) -> None:
         self.manager.poke(uid)

@@ -2,9 +2,7 @@
 
 - command = command + args with $(VAR) references expanded (Kubernetes rules: $$ escapes,
   unknown references stay as written);
-- env in order, each value expanded against the ones before it, valueFrom.fieldRef and
-  resourceFieldRef resolved; configMap and secret references cannot be resolved without an
-  API server and are a CreateContainerConfigError (InvalidInput);
+- env as pods.env resolved it (before the config is made: it may read the API server);
 - mounts from volumeMounts and the pod's prepared volumes (subPath supported);
 - resources through the kubelet's cgroup mapping, and the QoS oom_score_adj;
 - the kubelet's labels and annotations, including the container spec hash.
@@ -14,13 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from kubeletapi.api.core_v1 import Container, EnvVar, Pod
+from kubeletapi.api.core_v1 import Container, Pod
 from kubeletapi.api.expansion import expand
-from kubeletapi.api.quantity import Quantity
 from kubeletapi.cm.oom import oom_score_adj
 from kubeletapi.cm.resources import PodResources, container_resource_config
 from kubeletapi.errors import InvalidInput
@@ -28,76 +23,11 @@ from kubeletapi.pods.node import NodeEnv
 from kubeletapi.runtime import types as rt
 from kubeletapi.runtime.logfiles import live_log_path
 
-_FIELD_INDEX = re.compile(r"^metadata\.(labels|annotations)\['(.+)'\]$")
-
 
 def container_hash(container: Container) -> str:
     """A stable hash of the container spec: a change restarts the container."""
     blob = json.dumps(container.to_wire(), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-def _field_ref(pod: Pod, path: str, node: NodeEnv) -> str:
-    values = {
-        "metadata.name": pod.metadata.name,
-        "metadata.namespace": pod.metadata.namespace,
-        "metadata.uid": pod.metadata.uid,
-        "spec.nodeName": pod.spec.node_name or node.node_name,
-        "spec.serviceAccountName": pod.spec.service_account_name,
-        "status.hostIP": node.node_ip,
-        "status.hostIPs": node.node_ip,
-        "status.podIP": node.node_ip,  # host network: the pod's IP is the node's
-        "status.podIPs": node.node_ip,
-    }
-    if path in values:
-        return values[path]
-    indexed = _FIELD_INDEX.match(path)
-    if indexed:
-        source = pod.metadata.labels if indexed.group(1) == "labels" else pod.metadata.annotations
-        return source.get(indexed.group(2), "")
-    raise InvalidInput(f"unsupported fieldRef fieldPath {path!r}")
-
-
-def _resource_ref(container: Container, resource: str, divisor: Quantity, node: NodeEnv) -> str:
-    kind, _, name = resource.partition(".")
-    values = container.resources.limits if kind == "limits" else container.resources.requests
-    quantity = values.get(name)
-    if name == "cpu":
-        milli = quantity.milli_value() if quantity is not None else (node.cpu_capacity_milli if kind == "limits" else 0)
-        unit = divisor.milli_value() if not divisor.is_zero() else 1000
-        return str(max(math.ceil(milli / unit), 1 if milli else 0))
-    amount = quantity.value() if quantity is not None else (node.memory_capacity if kind == "limits" else 0)
-    unit = divisor.value() if not divisor.is_zero() else 1
-    return str(math.ceil(amount / unit))
-
-
-def _env_value(pod: Pod, container: Container, var: EnvVar, env: Mapping[str, str], node: NodeEnv) -> str:
-    source = var.value_from
-    if source is None:
-        return expand(var.value, env)
-    if source.field_ref is not None:
-        return _field_ref(pod, source.field_ref.field_path, node)
-    if source.resource_field_ref is not None:
-        resource = source.resource_field_ref
-        return _resource_ref(container, resource.resource, resource.divisor, node)
-    ref = source.config_map_key_ref or source.secret_key_ref
-    kind = "configmap" if source.config_map_key_ref is not None else "secret"
-    if ref is not None and ref.optional:
-        return ""
-    raise InvalidInput(
-        f'{kind} "{ref.name if ref else ""}" not found: kubeletapi has no API server to read it from '
-        f"(environment variable {var.name})"
-    )
-
-
-def environment(pod: Pod, container: Container, node: NodeEnv) -> list[tuple[str, str]]:
-    """The container's environment, in order (a later duplicate replaces an earlier one)."""
-    if container.env_from:
-        raise InvalidInput(f"container {container.name!r}: envFrom needs ConfigMaps or Secrets (no API server)")
-    env: dict[str, str] = {}
-    for var in container.env:
-        env[var.name] = _env_value(pod, container, var, env, node)
-    return list(env.items())
 
 
 def mounts(container: Container, volumes: Mapping[str, rt.Mount]) -> tuple[rt.Mount, ...]:
@@ -126,11 +56,11 @@ def resources(container: Container, pod: PodResources, node: NodeEnv) -> rt.Reso
 
 def container_config(
     pod: Pod, container: Container, attempt: int, kind: str, node: NodeEnv, volumes: Mapping[str, rt.Mount],
-    pod_resources: PodResources,
+    pod_resources: PodResources, env: Sequence[tuple[str, str]],
 ) -> rt.ContainerConfig:
-    """The runtime config of attempt `attempt` of `container` (kind "init" or "app"); the pod's
-    resource figures are computed once per sync (cm.resources.pod_resources)."""
-    env = environment(pod, container, node)
+    """The runtime config of attempt `attempt` of `container` (kind "init" or "app"), with its
+    environment `env`; the pod's resource figures are computed once per sync
+    (cm.resources.pod_resources)."""
     env_map = dict(env)
     spec_command = tuple(expand(part, env_map) for part in container.command)
     spec_args = tuple(expand(part, env_map) for part in container.args)

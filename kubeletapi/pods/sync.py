@@ -34,6 +34,7 @@ from kubeletapi.config.durations import Duration
 from kubeletapi.errors import InvalidInput, KubeletError, Unavailable
 from kubeletapi.pods.backoff import Backoff
 from kubeletapi.pods.containers import container_config, container_hash
+from kubeletapi.pods.env import EnvResolver
 from kubeletapi.pods.images import ImageManager
 from kubeletapi.pods.lifecycle import run_hook
 from kubeletapi.pods.node import NodeEnv
@@ -79,6 +80,12 @@ class PodRecords(Protocol):
         ...
 
 
+class EnvSource(Protocol):
+    """A container's environment (pods.env.EnvResolver: it may read the API server)."""
+
+    async def environment(self, pod: Pod, container: Container) -> list[tuple[str, str]]: ...
+
+
 class Probes(ContainerProbes, Protocol):
     """Probe results the syncer acts on (kubeletapi.prober.ProbeManager)."""
 
@@ -122,6 +129,7 @@ class PodSyncer:
         observer: SyncObserver | None = None,
         probes: Probes | None = None,
         images: ImageManager | None = None,
+        env: EnvSource | None = None,
     ) -> None:
         self._runtime = runtime
         self._node = node
@@ -133,6 +141,7 @@ class PodSyncer:
         self._observer = observer
         self._probes = probes
         self._images = images if images is not None else ImageManager(runtime, clock)
+        self._env = env if env is not None else EnvResolver(node)
         self._stopper = ContainerStopper(runtime, clock, node.node_ip)
         self._pods: dict[str, _PodState] = {}
         # The scheme of container ids in statuses: the runtime's name (containerd://<id>), set by
@@ -285,7 +294,9 @@ class PodSyncer:
             ctx.state.waiting[container.name] = (image.reason, image.message)
             return image.retry_s if image.retry_s is not None else CONFIG_RETRY_S
         try:
-            config = container_config(ctx.pod, container, attempt, kind, self._node, ctx.volumes, ctx.resources)
+            env = await self._env.environment(ctx.pod, container)
+            config = container_config(ctx.pod, container, attempt, kind, self._node, ctx.volumes, ctx.resources,
+                                      env)
             ctx.state.changing = True
             container_id = await self._runtime.create_container(ctx.sandbox_id, config)
         except InvalidInput as exc:
