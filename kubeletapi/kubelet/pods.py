@@ -38,6 +38,7 @@ from kubeletapi.pods.manager import PodManager
 from kubeletapi.pods.node import NodeEnv
 from kubeletapi.pods.objectcache import ObjectCache
 from kubeletapi.pods.pleg import PLEG
+from kubeletapi.pods.pullsecrets import PullCredentials
 from kubeletapi.pods.queries import PodQueries
 from kubeletapi.pods.services import ServiceEnv
 from kubeletapi.pods.sources import FileSource, PodSource, URLSource
@@ -159,7 +160,8 @@ class PodWiring:
         self.probes = ProbeManager(self.runtime, clock, self.statuses.get, self._probe_changed,
                                    user_agent=probe_user_agent())
         images = ImageManager(self.runtime, clock, serialize=cfg.serialize_image_pulls,
-                              max_parallel=cfg.max_parallel_image_pulls)
+                              max_parallel=cfg.max_parallel_image_pulls,
+                              credentials=PullCredentials(api.secrets) if api is not None else None)
         volumes = PodVolumes(self.node, api=self._api_volumes(api, clock))
         self._syncer = syncer = PodSyncer(self.runtime, self.node, clock, Backoff(clock), volumes,
                                           self.pleg, self.statuses, metrics, self.probes, images,

@@ -16,6 +16,7 @@ from kubeletapi.metrics.pods import PodMetrics
 from kubeletapi.runtime.interface import Runtime
 from kubeletapi.runtime.streaming import Streamer, StreamOptions, StreamSession
 from kubeletapi.runtime.types import (
+    AuthConfig,
     ContainerConfig,
     ContainerStatus,
     ExecResult,
@@ -88,8 +89,8 @@ class InstrumentedRuntime:
     async def image_status(self, image: str) -> Image | None:
         return await self._call("image_status", self.inner.image_status(image))
 
-    async def pull_image(self, image: str, sandbox: SandboxConfig | None = None) -> str:
-        return await self._call("pull_image", self.inner.pull_image(image, sandbox))
+    async def pull_image(self, image: str, sandbox: SandboxConfig | None = None, auth: AuthConfig | None = None) -> str:
+        return await self._call("pull_image", self.inner.pull_image(image, sandbox, auth))
 
     # Streams (runtime.streaming.Streamer): what is timed is opening the session, as the kubelet
     # times its Exec/Attach/PortForward CRI calls, not the session itself.

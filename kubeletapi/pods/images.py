@@ -16,20 +16,24 @@ evalCRIPullErr), serialized_image_puller.go and parallel_image_puller.go:
   maxParallelImagePulls run at once (unbounded when unset).
 - An image with neither tag nor digest is asked for as "<image>:latest" (applyDefaultImageTag);
   messages name the image as the spec wrote it.
+- With the pod's imagePullSecrets (apiserver mode), the pull is tried with each credential that
+  matches the image (pods.pullsecrets), the first success wins, and every failure is reported
+  together; with no match, without credentials (kuberuntime PullImage).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from kubeletapi.clock import Clock
-from kubeletapi.errors import KubeletError
+from kubeletapi.errors import KubeletError, Unavailable
 from kubeletapi.pods.backoff import Backoff
 from kubeletapi.pods.manifest.defaults import image_tag
-from kubeletapi.runtime.types import Image, SandboxConfig
+from kubeletapi.runtime.types import AuthConfig, Image, SandboxConfig
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +55,14 @@ class ImageService(Protocol):
 
     async def image_status(self, image: str) -> Image | None: ...
 
-    async def pull_image(self, image: str, sandbox: SandboxConfig | None = None) -> str: ...
+    async def pull_image(self, image: str, sandbox: SandboxConfig | None = None,
+                         auth: AuthConfig | None = None) -> str: ...
+
+
+class Credentials(Protocol):
+    """Registry credentials from a pod's imagePullSecrets (pods.pullsecrets.PullCredentials)."""
+
+    async def credentials(self, namespace: str, secret_names: Sequence[str], image: str) -> list[AuthConfig]: ...
 
 
 @dataclass(frozen=True)
@@ -81,8 +92,10 @@ def with_default_tag(image: str) -> str:
 class ImageManager:
     def __init__(
         self, images: ImageService, clock: Clock, *, serialize: bool = True, max_parallel: int | None = None,
+        credentials: Credentials | None = None,
     ) -> None:
         self._images = images
+        self._credentials = credentials
         self._clock = clock
         self._backoff = Backoff(clock, IMAGE_BACKOFF_S, MAX_IMAGE_BACKOFF_S, IMAGE_BACKOFF_RESET_S)
         self._failed_at: dict[str, float] = {}  # back-off key -> when its last pull failed
@@ -92,7 +105,10 @@ class ImageManager:
 
     async def ensure(
         self, pod_uid: str, image: str, policy: str, sandbox: SandboxConfig | None = None,
+        pull_secrets: Sequence[str] = (),
     ) -> ImageResult:
+        """The image for a container of pod `pod_uid` (`pull_secrets`: the names of its
+        imagePullSecrets, in the sandbox's namespace)."""
         spec_image = with_default_tag(image)
         if policy in ("IfNotPresent", "Never"):  # Always (and an undefaulted "") skip the check
             try:
@@ -109,9 +125,10 @@ class ImageManager:
                 message = f"Container image {_quote(image)} is not present with pull policy of Never"
                 log.warning("%s", message)
                 return ImageResult(reason=ERR_IMAGE_NEVER_PULL, message=message)
-        return await self._pull(f"{pod_uid}_{image}", image, spec_image, sandbox)
+        return await self._pull(f"{pod_uid}_{image}", image, spec_image, sandbox, pull_secrets)
 
-    async def _pull(self, key: str, image: str, spec_image: str, sandbox: SandboxConfig | None) -> ImageResult:
+    async def _pull(self, key: str, image: str, spec_image: str, sandbox: SandboxConfig | None,
+                    pull_secrets: Sequence[str]) -> ImageResult:
         failed_at = self._failed_at.get(key)
         if failed_at is not None and (remaining := self._backoff.remaining(key, failed_at)) > 0:
             message = f"Back-off pulling image {_quote(image)}"
@@ -122,11 +139,12 @@ class ImageManager:
         log.info("Pulling image %s", _quote(image))
         began = self._clock.monotonic()
         try:
+            auths = await self._auths(spec_image, sandbox, pull_secrets)
             if self._slots is None:
-                ref = await self._images.pull_image(spec_image, sandbox)
+                ref = await self._pull_with(spec_image, sandbox, auths)
             else:
                 async with self._slots:
-                    ref = await self._images.pull_image(spec_image, sandbox)
+                    ref = await self._pull_with(spec_image, sandbox, auths)
         except KubeletError as exc:
             log.warning("Failed to pull image %s: %s", _quote(image), exc)
             self._backoff.next(key)
@@ -136,6 +154,27 @@ class ImageManager:
             return ImageResult(reason=reason, message=message, retry_s=self._backoff.current(key))
         log.info("Successfully pulled image %s in %.3fs", _quote(image), self._clock.monotonic() - began)
         return ImageResult(ref=ref)
+
+    async def _auths(self, image: str, sandbox: SandboxConfig | None,
+                     pull_secrets: Sequence[str]) -> list[AuthConfig]:
+        if self._credentials is None or not pull_secrets:
+            return []
+        namespace = sandbox.meta.namespace if sandbox is not None else ""
+        return await self._credentials.credentials(namespace, pull_secrets, image)
+
+    async def _pull_with(self, image: str, sandbox: SandboxConfig | None, auths: Sequence[AuthConfig]) -> str:
+        """PullImage: without credentials, or with each in turn until one works."""
+        if not auths:
+            return await self._images.pull_image(image, sandbox)
+        errors: list[KubeletError] = []
+        for auth in auths:
+            try:
+                return await self._images.pull_image(image, sandbox, auth)
+            except KubeletError as exc:
+                errors.append(exc)
+        if len(errors) == 1:
+            raise errors[0]
+        raise Unavailable("[" + ", ".join(str(e) for e in errors) + "]")
 
     def forget(self, pod_uid: str) -> None:
         """Drop a removed pod's back-off entries (their keys start with its uid)."""

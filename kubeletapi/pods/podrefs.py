@@ -41,8 +41,14 @@ def configmap_names(pod: Pod) -> set[str]:
     return names
 
 
+def pull_secret_names(pod: Pod) -> list[str]:
+    """The names of the pod's imagePullSecrets, in order (empty names skipped)."""
+    names = (str(ref.get("name") or "") for ref in pod.spec.image_pull_secrets if isinstance(ref, dict))
+    return [name for name in names if name]
+
+
 def secret_names(pod: Pod) -> set[str]:
-    names = {str(ref.get("name") or "") for ref in pod.spec.image_pull_secrets if isinstance(ref, dict)}
+    names = set(pull_secret_names(pod))
     for c in _containers(pod):
         names.update(e.secret_ref.name for e in c.env_from if e.secret_ref is not None)
         names.update(v.value_from.secret_key_ref.name for v in c.env

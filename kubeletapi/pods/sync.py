@@ -39,6 +39,7 @@ from kubeletapi.pods.images import ImageManager
 from kubeletapi.pods.lifecycle import run_hook
 from kubeletapi.pods.node import NodeEnv
 from kubeletapi.pods.podcache import PodRecord
+from kubeletapi.pods.podrefs import pull_secret_names
 from kubeletapi.pods.static import is_static
 from kubeletapi.pods.status import CONTAINER_ID_SCHEME, ContainerProbes, PodView, ProbeView, pod_status
 from kubeletapi.pods.statusstore import StatusStore
@@ -289,7 +290,7 @@ class PodSyncer:
 
     async def _start(self, ctx: _SyncContext, container: Container, attempt: int, kind: str) -> float | None:
         image = await self._images.ensure(ctx.pod.metadata.uid, container.image, container.image_pull_policy,
-                                          ctx.sandbox)
+                                          ctx.sandbox, pull_secret_names(ctx.pod))
         if not image.ok:  # ErrImagePull, ImagePullBackOff...: retry when the back-off ends
             ctx.state.waiting[container.name] = (image.reason, image.message)
             return image.retry_s if image.retry_s is not None else CONFIG_RETRY_S

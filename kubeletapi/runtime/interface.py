@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from kubeletapi.runtime.types import (
+    AuthConfig,
     ContainerConfig,
     ContainerStatus,
     ExecResult,
@@ -71,7 +72,8 @@ class Runtime(Protocol):
         runs commands on the host)."""
         ...
 
-    async def pull_image(self, image: str, sandbox: SandboxConfig | None = None) -> str:
-        """Pull the image; its reference (what status reports as imageID). Unavailable (or
-        NotFound for an unknown image) with the runtime's message when the pull fails."""
+    async def pull_image(self, image: str, sandbox: SandboxConfig | None = None, auth: AuthConfig | None = None) -> str:
+        """Pull the image (with `auth`'s registry credentials if given); its reference (what
+        status reports as imageID). Unavailable (or NotFound for an unknown image) with the
+        runtime's message when the pull fails."""
         ...

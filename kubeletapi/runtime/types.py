@@ -147,6 +147,21 @@ class RuntimeVersion:
 
 
 @dataclass(frozen=True)
+class AuthConfig:
+    """Registry credentials for one pull (CRI AuthConfig), from a pod's imagePullSecrets."""
+
+    username: str = ""
+    password: str = ""
+    auth: str = ""
+    server_address: str = ""
+    identity_token: str = ""
+    registry_token: str = ""
+
+    def __repr__(self) -> str:  # never in a log line
+        return f"AuthConfig(username={self.username!r}, ...)"
+
+
+@dataclass(frozen=True)
 class Image:
     """An image the runtime has (CRI Image): `id` its image id, `ref` what a container status
     reports as imageID (a repo digest when the runtime knows one, else the id)."""

@@ -26,7 +26,8 @@ from kubeletapi.errors import (
 from kubeletapi.runtime.cri.client import CRIClient, Timeout, runtime_error, socket_path
 from kubeletapi.runtime.cri.gen import api_pb2 as pb
 from kubeletapi.runtime.cri.runtime import CRIRuntime
-from tests.cri.fakeruntime import grpc_server, runtime_service, version_answer
+from kubeletapi.runtime.types import AuthConfig
+from tests.cri.fakeruntime import grpc_server, image_service, runtime_service, version_answer
 from tests.cri.fixtures import CRIEnv
 from tests.helpers import AgentProcess, agent_args, purge
 
@@ -234,6 +235,30 @@ def test_a_call_the_runtime_lacks_is_not_supported(tmp_path: Path) -> None:
                 await runtime.close()
 
     run(scenario())
+
+
+def test_pull_image_sends_the_credentials_it_is_given(tmp_path: Path) -> None:
+    requests: list[pb.PullImageRequest] = []
+
+    async def pull(request: pb.PullImageRequest, context: grpc.aio.ServicerContext[Any, Any]) -> pb.PullImageResponse:
+        requests.append(request)
+        return pb.PullImageResponse(image_ref="sha256:1")
+
+    async def scenario() -> None:
+        handlers = (runtime_service(Version=version_answer()), image_service(PullImage=pull))
+        async with grpc_server(tmp_path / "i.sock", *handlers) as endpoint:
+            runtime = await CRIRuntime.connect(endpoint)
+            try:
+                assert await runtime.pull_image("r.io/app:v1") == "sha256:1"
+                creds = AuthConfig(username="alice", password="pw", server_address="r.io")
+                assert await runtime.pull_image("r.io/app:v1", auth=creds) == "sha256:1"
+            finally:
+                await runtime.close()
+
+    run(scenario())
+    assert [r.HasField("auth") for r in requests] == [False, True]
+    sent = requests[1].auth
+    assert (sent.username, sent.password, sent.server_address, sent.auth) == ("alice", "pw", "r.io", "")
 
 
 def test_connect_closes_its_channel_when_the_check_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

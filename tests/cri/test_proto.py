@@ -127,6 +127,8 @@ Image  id=1:string repo_tags=2:*string repo_digests=3:*string size=4:uint64 uid=
 ListImagesResponse  images=1:*Image
 ImageStatusRequest  image=1:ImageSpec verbose=2:bool
 ImageStatusResponse  image=1:Image info=2:map
+AuthConfig  username=1:string password=2:string auth=3:string server_address=4:string identity_token=5:string
+    registry_token=6:string
 PullImageRequest  image=1:ImageSpec auth=2:AuthConfig sandbox_config=3:PodSandboxConfig
 PullImageResponse  image_ref=1:string
 RemoveImageRequest  image=1:ImageSpec

@@ -4,6 +4,7 @@ pull policies, the kubelet's reasons and messages, the pull back-off, serialized
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,13 +12,13 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from kubeletapi.clock import FakeClock
-from kubeletapi.errors import KubeletError, NotFound, Unavailable
+from kubeletapi.errors import InvalidInput, KubeletError, NotFound, Unavailable
 from kubeletapi.metrics.pods import PodMetrics
 from kubeletapi.metrics.runtime import InstrumentedRuntime
 from kubeletapi.pods.images import ImageManager, ImageResult, ImageService, with_default_tag
 from kubeletapi.runtime.process.runtime import ProcessRuntime
 from kubeletapi.runtime.process.shimbuild import shim_path
-from kubeletapi.runtime.types import Image, SandboxConfig
+from kubeletapi.runtime.types import AuthConfig, Image, PodMeta, SandboxConfig
 
 P = pytest.param
 UID = "uid-1"
@@ -35,6 +36,7 @@ class FakeImages:
     gate: asyncio.Event | None = None  # pulls wait for it when set
     active: int = 0
     most_active: int = 0
+    auths: list[AuthConfig | None] = field(default_factory=list)  # what each pull was given
 
     async def image_status(self, image: str) -> Image | None:
         self.calls.append(("status", image))
@@ -42,8 +44,9 @@ class FakeImages:
             raise self.status_error
         return Image(id=f"sha256:{image}", ref=f"ref-{image}") if image in self.present else None
 
-    async def pull_image(self, image: str, sandbox: SandboxConfig | None = None) -> str:
+    async def pull_image(self, image: str, sandbox: SandboxConfig | None = None, auth: AuthConfig | None = None) -> str:
         self.calls.append(("pull", image))
+        self.auths.append(auth)
         self.active += 1
         self.most_active = max(self.most_active, self.active)
         try:
@@ -256,6 +259,61 @@ def test_pulls_are_serialized_or_bounded(clock: FakeClock, serialize: bool, max_
         assert images.most_active == most
 
     asyncio.run(go())
+
+
+# --- imagePullSecrets ------------------------------------------------------------------------------
+class FakeCredentials:
+    def __init__(self, *auths: AuthConfig) -> None:
+        self.auths = list(auths)
+        self.asked: list[tuple[str, tuple[str, ...], str]] = []
+
+    async def credentials(self, namespace: str, secret_names: Sequence[str], image: str) -> list[AuthConfig]:
+        self.asked.append((namespace, tuple(secret_names), image))
+        return self.auths
+
+
+SANDBOX = SandboxConfig(PodMeta("web", "ns", UID), "web", "/logs", "")
+ALICE, BOB = AuthConfig(username="alice", password="a"), AuthConfig(username="bob", password="b")
+
+
+def test_pull_secrets_give_the_pull_its_credentials_in_turn(clock: FakeClock) -> None:
+    images = FakeImages(pull_errors=[Unavailable("401 Unauthorized")])
+    credentials = FakeCredentials(ALICE, BOB)
+    manager = ImageManager(images, clock, credentials=credentials)
+    result = asyncio.run(manager.ensure(UID, IMAGE, "Always", SANDBOX, ["regcred", "other"]))
+    assert result.ok
+    assert credentials.asked == [("ns", ("regcred", "other"), IMAGE)]
+    assert images.auths == [ALICE, BOB]  # the first failed, the second worked
+
+
+def test_every_credential_failing_names_every_failure(clock: FakeClock) -> None:
+    images = FakeImages(pull_errors=[Unavailable("401 a"), Unavailable("401 b")])
+    manager = ImageManager(images, clock, credentials=FakeCredentials(ALICE, BOB))
+    result = asyncio.run(manager.ensure(UID, IMAGE, "Always", SANDBOX, ["regcred"]))
+    assert (result.reason, result.message) == ("ErrImagePull", "[401 a, 401 b]")
+
+
+def test_no_pull_secrets_or_no_match_pulls_without_credentials(clock: FakeClock) -> None:
+    images = FakeImages()
+    credentials = FakeCredentials()
+    manager = ImageManager(images, clock, credentials=credentials)
+    asyncio.run(manager.ensure(UID, IMAGE, "Always", SANDBOX))  # none named: not even looked up
+    asyncio.run(manager.ensure(UID, IMAGE, "Always", SANDBOX, ["regcred"]))  # none matches
+    assert images.auths == [None, None] and len(credentials.asked) == 1
+
+
+class BrokenCredentials:
+    async def credentials(self, namespace: str, secret_names: Sequence[str], image: str) -> list[AuthConfig]:
+        raise InvalidInput(".dockerconfigjson of secret ns/regcred: Expecting value")
+
+
+def test_a_malformed_pull_secret_fails_the_pull_with_its_error(clock: FakeClock) -> None:
+    images = FakeImages()
+    manager = ImageManager(images, clock, credentials=BrokenCredentials())
+    result = asyncio.run(manager.ensure(UID, IMAGE, "Always", SANDBOX, ["regcred"]))
+    assert result.reason == "ErrImagePull"
+    assert result.message == ".dockerconfigjson of secret ns/regcred: Expecting value"
+    assert images.calls == []
 
 
 # --- the process runtime, through the instrumented wrapper ----------------------------------------

@@ -23,7 +23,7 @@ from kubeletapi.pods.sync import PodSyncer
 from kubeletapi.pods.volumes import PodVolumes
 from kubeletapi.runtime.process.runtime import ProcessRuntime
 from kubeletapi.runtime.process.shimbuild import shim_path
-from kubeletapi.runtime.types import ContainerState, Image, SandboxConfig
+from kubeletapi.runtime.types import AuthConfig, ContainerState, Image, SandboxConfig
 from tests.podtools import container, manifest
 
 
@@ -78,7 +78,7 @@ class RegistryRuntime(ProcessRuntime):
     async def image_status(self, image: str) -> Image | None:
         return Image(id="sha256:1", ref="") if image in self.pulled else None
 
-    async def pull_image(self, image: str, sandbox: SandboxConfig | None = None) -> str:
+    async def pull_image(self, image: str, sandbox: SandboxConfig | None = None, auth: AuthConfig | None = None) -> str:
         self.pulls += 1
         if self.pulls <= self.failures:
             raise NotFound(f'failed to pull and unpack image "docker.io/library/{image}": not found ({self.pulls})')

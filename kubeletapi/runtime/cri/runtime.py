@@ -45,6 +45,7 @@ from kubeletapi.runtime.cri.streams import CRIStreamSession, PortForwardBridges,
 from kubeletapi.runtime.streaming import StreamOptions, StreamSession
 from kubeletapi.runtime.types import (
     POD_UID,
+    AuthConfig,
     ContainerConfig,
     ContainerState,
     ContainerStatus,
@@ -343,8 +344,12 @@ class CRIRuntime:
         answer = await self._client.call(rpc.IMAGE_STATUS, pb.ImageStatusRequest(image=pb.ImageSpec(image=image)))
         return convert.image(answer.image) if answer.HasField("image") else None
 
-    async def pull_image(self, image: str, sandbox: SandboxConfig | None = None) -> str:
+    async def pull_image(self, image: str, sandbox: SandboxConfig | None = None, auth: AuthConfig | None = None) -> str:
         request = pb.PullImageRequest(image=pb.ImageSpec(image=image))
+        if auth is not None:
+            request.auth.CopyFrom(pb.AuthConfig(
+                username=auth.username, password=auth.password, auth=auth.auth, server_address=auth.server_address,
+                identity_token=auth.identity_token, registry_token=auth.registry_token))
         if sandbox is not None:
             request.sandbox_config.CopyFrom(convert.sandbox_config(sandbox, convert.dns_config(self._resolv_conf)))
         return (await self._client.call(rpc.PULL_IMAGE, request)).image_ref

@@ -40,6 +40,7 @@ from kubeletapi.runtime.process.state import ContainerRecord, SandboxRecord, Sta
 from kubeletapi.runtime.streaming import StreamOptions, StreamSession
 from kubeletapi.runtime.types import (
     POD_UID,
+    AuthConfig,
     ContainerConfig,
     ContainerState,
     ContainerStatus,
@@ -263,7 +264,7 @@ class ProcessRuntime:
     async def image_status(self, image: str) -> Image | None:
         return Image(id="", ref="")
 
-    async def pull_image(self, image: str, sandbox: SandboxConfig | None = None) -> str:
+    async def pull_image(self, image: str, sandbox: SandboxConfig | None = None, auth: AuthConfig | None = None) -> str:
         return ""
 
     # --- streams (runtime.streaming.Streamer) ------------------------------------------------------
