@@ -210,7 +210,7 @@ class PodManager:
             known.add((origin, reason))
             # The line names the rejected manifest first (a source's own errors already start with it).
             named = reason if reason.startswith(origin) else f"{origin}: {reason}"
-            log.warning("static pod manifest rejected: %s", named)
+            log.warning("%s rejected: %s", "pod" if source == API_SOURCE else "static pod manifest", named)
             if self._observer is not None:
                 self._observer.manifest_rejected(source)
         if base is None:
