@@ -73,6 +73,7 @@ class Component:
 class ControlPlane:
     root: Path
     node_ip: str = LOOPBACK  # where this plane's nodes serve (tests.netns: proxyable, unlike loopback)
+    detached: bool = False  # components in sessions of their own, outliving this process (scripts/cluster.sh)
     pki: ClusterPKI = field(init=False)
     components: dict[str, Component] = field(default_factory=dict)
     api_port: int = 0
@@ -114,7 +115,7 @@ class ControlPlane:
         log = self.root / f"{name}.log"
         with log.open("ab") as out:
             proc = subprocess.Popen([binary(name), *args], stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL)
+                                    stdin=subprocess.DEVNULL, start_new_session=self.detached)
         component = Component(name, proc, log)
         self.components[name] = component
         return component
