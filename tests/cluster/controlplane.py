@@ -111,6 +111,15 @@ class ControlPlane:
         for name in reversed(list(self.components)):
             self.components.pop(name).stop()
 
+    def stop_apiserver(self) -> None:
+        """An outage: the API server goes away (etcd and the controllers stay)."""
+        self.components.pop("kube-apiserver").stop()
+
+    def start_apiserver(self) -> None:
+        """The API server returns on the same port, with the same data."""
+        self._apiserver()
+        self.wait_ready()
+
     def _spawn(self, name: str, args: Sequence[str]) -> Component:
         log = self.root / f"{name}.log"
         with log.open("ab") as out:
