@@ -76,8 +76,9 @@ def test_sixty_seconds_without_the_api_server(plane: ControlPlane, tmp_path: Pat
                     "spec": {"automountServiceAccountToken": False, "nodeName": node.name,
                              "containers": [{"name": "c", "image": "busybox:1.36", "command": ["sleep", "3600"]}]}}
         for i in range(20):
-            plane.kubectl("apply", "-f", "-", input_=json.dumps(
-                {"apiVersion": "v1", "kind": "Pod", **template, "metadata": {"name": f"steady-{i}", **template["metadata"]}}))
+            pod = {"apiVersion": "v1", "kind": "Pod", **template,
+                   "metadata": {"name": f"steady-{i}", **template["metadata"]}}
+            plane.kubectl("apply", "-f", "-", input_=json.dumps(pod))
         # One pod finishes during the outage: its new status must reach the API server afterwards.
         finisher = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "finisher", "labels": {"app": "finisher"}},
                     "spec": {**template["spec"], "restartPolicy": "Never", "containers": [
