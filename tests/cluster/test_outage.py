@@ -72,7 +72,7 @@ def test_sixty_seconds_without_the_api_server(plane: ControlPlane, tmp_path: Pat
     node.start()
     try:
         wait_for(node.ready, timeout=15, what="node Ready")
-        template = {"metadata": {"labels": {"app": "steady"}},
+        template: dict[str, Any] = {"metadata": {"labels": {"app": "steady"}},
                     "spec": {"automountServiceAccountToken": False, "nodeName": node.name,
                              "containers": [{"name": "c", "image": "busybox:1.36", "command": ["sleep", "3600"]}]}}
         for i in range(20):
