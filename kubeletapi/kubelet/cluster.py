@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 from kubeletapi.aio import cancel_and_wait
 from kubeletapi.apiclient.client import ApiClient
@@ -22,6 +21,7 @@ from kubeletapi.kubeconfig import load_kubeconfig
 from kubeletapi.kubelet.pods import PodWiring
 from kubeletapi.node.controller import NodeController
 from kubeletapi.node.facts import NodeFacts, hugepages, rootfs_capacity
+from kubeletapi.node.images import NodeImages
 from kubeletapi.nodeinfo import IPAddress
 from kubeletapi.pods.apisource import ApiServerSource
 from kubeletapi.pods.apistatus import StatusSync
@@ -74,7 +74,7 @@ class ClusterWiring:
             )
             self.controller = NodeController(
                 self.api, facts, self._clock, boot_id=machine.boot_id, not_ready=self._not_ready,
-                images=self._images, update_s=cfg.node_status_update_frequency.seconds,
+                images=NodeImages(pods.cri, self._clock), update_s=cfg.node_status_update_frequency.seconds,
                 report_s=cfg.node_status_report_frequency.seconds, lease_s=cfg.node_lease_duration_seconds,
             )
             await self.controller.start()
@@ -100,5 +100,3 @@ class ClusterWiring:
         reason = self._pods.pleg.unhealthy() if self._pods is not None else None
         return [reason] if reason else []
 
-    async def _images(self) -> list[dict[str, Any]]:
-        return []  # the process runtime has no images; a CRI runtime's come with its image listing
