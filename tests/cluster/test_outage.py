@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.cluster.conftest import GRACE
+from tests.cluster.conftest import GRACE, RUNTIMES
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.node import Node
 from tests.netns import TestNetwork
@@ -46,11 +46,17 @@ def _local_pods(node: Node) -> dict[str, dict[str, Any]]:
     return {p["metadata"]["name"]: p for p in httpx.get(url, timeout=10).json()["items"]}
 
 
-def test_an_unreachable_api_server_at_start_leaves_the_node_serving_and_retrying(plane: ControlPlane,
-                                                                                   tmp_path: Path) -> None:
+def _node(plane: ControlPlane, tmp: Path, runtime: str, request: pytest.FixtureRequest, *extra: str) -> Node:
+    endpoint = request.getfixturevalue("cluster_cri").endpoint if runtime == "containerd" else ""
+    return Node(plane, tmp, *extra, runtime=runtime, cri_endpoint=endpoint)
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_an_unreachable_api_server_at_start_leaves_the_node_serving_and_retrying(
+        plane: ControlPlane, tmp_path: Path, runtime: str, request: pytest.FixtureRequest) -> None:
     manifests = tmp_path / "manifests"
     write(manifests, "static.yaml", manifest("static", container("c", ["sleep", "3600"])))
-    node = Node(plane, tmp_path, "--pod-manifest-path", str(manifests))
+    node = _node(plane, tmp_path, runtime, request, "--pod-manifest-path", str(manifests))
     plane.stop_apiserver()
     try:
         node.start()
@@ -67,8 +73,10 @@ def test_an_unreachable_api_server_at_start_leaves_the_node_serving_and_retrying
         node.remove()
 
 
-def test_sixty_seconds_without_the_api_server(plane: ControlPlane, tmp_path: Path) -> None:
-    node = Node(plane, tmp_path)
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_sixty_seconds_without_the_api_server(plane: ControlPlane, tmp_path: Path, runtime: str,
+                                              request: pytest.FixtureRequest) -> None:
+    node = _node(plane, tmp_path, runtime, request)
     node.start()
     try:
         wait_for(node.ready, timeout=15, what="node Ready")
