@@ -145,3 +145,21 @@ def test_refused_mirrors_are_logged_and_others_unaffected_and_a_restart_keeps_th
     assert f"Creating a mirror pod for static pod {namespace}/plain-" not in node.log.read_text()[before:]
     assert again["status"]["containerStatuses"][0]["containerID"] == \
         plain["status"]["containerStatuses"][0]["containerID"]
+
+
+@pytest.mark.node_args("--register-node=false")
+def test_a_node_registered_by_someone_else_owns_its_mirrors(
+        node: Node, control_plane: ControlPlane, namespace: str, tmp_path: Path) -> None:
+    """registerNode false: the Node exists beforehand; the mirror's owner reference carries its UID."""
+    with control_plane.admin_client() as client:
+        created = client.post("/api/v1/nodes", json={"apiVersion": "v1", "kind": "Node",
+                                                    "metadata": {"name": node.name}})
+    assert created.status_code == 201, created.text
+    manifests = tmp_path / "manifests"
+    _with_manifests(node, manifests)
+    (manifests / "web.json").write_text(_static("web", namespace, "exec sleep 3600"))
+    node.start()
+    mirror = wait_for(lambda: _running(_get(control_plane, namespace, f"web-{node.name}")), timeout=30,
+                      what="the mirror pod Running in the API")
+    (owner,) = mirror["metadata"]["ownerReferences"]
+    assert (owner["name"], owner["uid"]) == (node.name, created.json()["metadata"]["uid"])

@@ -20,6 +20,7 @@ import pytest
 from kubeletapi.api.core_v1 import Pod, PodStatus
 from kubeletapi.clock import FakeClock, RealClock
 from kubeletapi.errors import Conflict, Forbidden, KubeletError, NotFound, Unavailable
+from kubeletapi.kubelet.cluster import JoinedBoundPods
 from kubeletapi.pods.apisource import ApiServerSource
 from kubeletapi.pods.apistatus import BoundPod
 from kubeletapi.pods.backoff import Backoff
@@ -337,6 +338,21 @@ def test_a_static_pods_status_goes_to_its_mirror() -> None:
     (bound,) = rig.mirrors.bound_pods()
     assert bound.status is status and bound.reported is reported
     assert not bound.deleting and not bound.finished  # the status sync never deletes a mirror
+
+
+def test_the_status_sync_sees_the_api_pods_then_the_mirrored_static_pods() -> None:
+    rig = Rig()
+    web = static("web")
+    rig.pods.pods = [web]
+    rig.listed(mirror_of(web, "m-web"))
+
+    @dataclass
+    class ApiPods:
+        def bound_pods(self) -> list[BoundPod]:
+            return [BoundPod("default", "api-pod", "u1", None, None)]
+
+    joined = JoinedBoundPods(ApiPods(), rig.mirrors)
+    assert [(p.name, p.uid) for p in joined.bound_pods()] == [("api-pod", "u1"), ("web-n1", "m-web")]
 
 
 def test_the_status_sync_hears_when_a_static_pod_reports_through_another_mirror() -> None:
