@@ -249,8 +249,9 @@ class MirrorPods:
         self._created[full_name(pod)] = (uid, self._clock.monotonic())
 
     async def _delete(self, mirror: MirrorPod, why: str) -> None:
-        """DeleteMirrorPod: at once, and only that object (its UID); one already gone or
-        replaced by another is no error."""
+        """DeleteMirrorPod: at once, and only that object (its UID; the kubelet deletes orphans
+        by name alone, the UID listed is the safer precondition); one already gone or replaced by
+        another is no error."""
         options = {"gracePeriodSeconds": 0, "preconditions": {"uid": mirror.uid}}
         try:
             await self._api.delete(_path(mirror.namespace, mirror.name), options)
