@@ -1,6 +1,6 @@
 """Wiring of apiserver mode: the API client from --kubeconfig, the node's facts from the
 configuration and the machine, the node controller (registration, status, lease), the API
-server's pod source and the pod status sync.
+server's pod source, the pod status sync and the static pods' mirror pods.
 
 Built before the pod machinery (which takes the pod source), started after it (the node reports
 the runtime's version). Without --kubeconfig none of this exists: the standalone node is
@@ -17,6 +17,7 @@ from kubeletapi.aio import cancel_and_wait
 from kubeletapi.apiclient.client import ApiClient
 from kubeletapi.clock import Clock
 from kubeletapi.config import KubeletConfiguration, NodeOptions
+from kubeletapi.errors import KubeletError
 from kubeletapi.kubeconfig import load_kubeconfig
 from kubeletapi.kubelet.pods import PodWiring
 from kubeletapi.node.controller import NodeController
@@ -24,7 +25,8 @@ from kubeletapi.node.facts import NodeFacts, hugepages, rootfs_capacity
 from kubeletapi.node.images import NodeImages
 from kubeletapi.nodeinfo import IPAddress
 from kubeletapi.pods.apisource import ApiServerSource
-from kubeletapi.pods.apistatus import StatusSync
+from kubeletapi.pods.apistatus import BoundPod, BoundPods, StatusSync
+from kubeletapi.pods.mirror import MirrorPods
 from kubeletapi.stats.machine import MachineInfo
 
 log = logging.getLogger(__name__)
@@ -39,6 +41,16 @@ def kubelet_version() -> str:
     return f"{KUBERNETES_VERSION}+kubeletapi-{__version__}"
 
 
+class JoinedBoundPods:
+    """The status sync's pods: the API's own pods, then the static pods through their mirrors."""
+
+    def __init__(self, *parts: BoundPods) -> None:
+        self._parts = parts
+
+    def bound_pods(self) -> list[BoundPod]:
+        return [pod for part in self._parts for pod in part.bound_pods()]
+
+
 class ClusterWiring:
     """Everything that speaks to the API server, when --kubeconfig names one."""
 
@@ -48,6 +60,8 @@ class ClusterWiring:
         self.pod_source = ApiServerSource(self.api, node_name, self._node_exists, clock)
         self.controller: NodeController | None = None
         self.status_sync: StatusSync | None = None
+        self.mirrors: MirrorPods | None = None
+        self._node_uid_read = ""  # the Node's UID read from the API (registerNode false)
         self._cfg = cfg
         self._opts = opts
         self._node_name = node_name
@@ -59,9 +73,13 @@ class ClusterWiring:
     async def start(self, pods: PodWiring, machine: MachineInfo, node_ips: Sequence[IPAddress]) -> None:
         self._pods = pods
         cfg = self._cfg
-        self.status_sync = StatusSync(self.api, pods.manager, self._clock)
+        self.mirrors = MirrorPods(self.api, pods.manager, self._node_name, self._node_uid, pods.statuses.get,
+                                  self._clock, mirrors_changed=self._mirrors_changed)
+        self.status_sync = StatusSync(self.api, JoinedBoundPods(pods.manager, self.mirrors), self._clock)
         pods.statuses.subscribe(self.status_sync.notify)
+        pods.manager.subscribe(self.mirrors.notify)
         self._tasks.append(asyncio.create_task(self.status_sync.run(), name="pod-status-sync"))
+        self._tasks.append(asyncio.create_task(self.mirrors.run(), name="mirror-pods"))
         if cfg.register_node:
             addresses = [("InternalIP", str(ip)) for ip in node_ips] + [("Hostname", self._node_name)]
             facts = NodeFacts(
@@ -95,6 +113,24 @@ class ClusterWiring:
         await self._started.wait()
         if self.controller is not None:
             await self.controller.registered.wait()
+
+    async def _node_uid(self) -> str:
+        """The Node's UID for mirror pods' owner reference ("" while unknown): the registered
+        node's, or (registerNode false) read from the API server."""
+        if self.controller is not None:
+            return self.controller.uid
+        if not self._node_uid_read:
+            try:
+                node = await self.api.get(f"/api/v1/nodes/{self._node_name}")
+            except KubeletError as exc:
+                log.debug("No mirror pods yet: cannot read node %s: %s", self._node_name, exc)
+                return ""
+            self._node_uid_read = str((node.get("metadata") or {}).get("uid", ""))
+        return self._node_uid_read
+
+    def _mirrors_changed(self) -> None:
+        if self.status_sync is not None:
+            self.status_sync.notify()
 
     def _not_ready(self) -> list[str]:
         reason = self._pods.pleg.unhealthy() if self._pods is not None else None
