@@ -20,6 +20,7 @@ class Node:
         self.plane = plane
         self.runtime = runtime
         self.cri_endpoint = cri_endpoint
+        self.scheme = "process://" if runtime == "process" else "containerd://"  # containerIDs, runtime version
         if runtime == "containerd":
             extra = ("--container-runtime", "remote", "--container-runtime-endpoint", cri_endpoint, *extra)
         self.name = f"node-{uuid.uuid4().hex[:8]}"

@@ -38,7 +38,7 @@ def test_registers_with_the_kubelets_fields_and_is_ready_within_5s(node: Node, c
     assert status["capacity"]["pods"] == "110"
     info = status["nodeInfo"]
     assert info["operatingSystem"] == "linux" and info["kernelVersion"] and info["bootID"] and info["machineID"]
-    assert info["containerRuntimeVersion"].startswith("process://" if node.runtime == "process" else "containerd://")
+    assert info["containerRuntimeVersion"].startswith(node.scheme)
     assert info["kubeletVersion"].startswith("v1.34.")
     kinds = [c["type"] for c in status["conditions"]]
     assert kinds[-1] == "Ready" and set(kinds) >= {"MemoryPressure", "DiskPressure", "PIDPressure", "Ready"}

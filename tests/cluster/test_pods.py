@@ -48,7 +48,7 @@ def test_a_deployment_runs_on_the_node(node: Node, control_plane: ControlPlane, 
         assert status["observedGeneration"] == pod["metadata"]["generation"]
         (container,) = status["containerStatuses"]
         assert container["ready"] is True and "running" in container["state"]
-        assert container["containerID"].startswith("process://")
+        assert container["containerID"].startswith(node.scheme)
         kinds = {c["type"]: c["status"] for c in status["conditions"]}
         assert kinds == {"PodReadyToStartContainers": "True", "Initialized": "True", "Ready": "True",
                          "ContainersReady": "True", "PodScheduled": "True"}
