@@ -170,3 +170,4 @@ class Image:
     ref: str
     size: int = 0
     tags: tuple[str, ...] = ()
+    digests: tuple[str, ...] = ()
