@@ -6,8 +6,9 @@
   compares with what the API server holds (an outage, another writer).
 - The patch is computed from the API's status to the node's (the kubelet's PatchPodStatus):
   conditions the kubelet does not own (a readiness gate's, DisruptionTarget) are kept, lists the
-  kubelet owns are replaced whole (`$patch: replace`), fields the node no longer reports are
-  cleared; none is sent when nothing would change.
+  kubelet owns are replaced whole (`$patch: replace` for the merge lists; the atomic container
+  statuses as they are), fields the node no longer reports are cleared; none is sent when
+  nothing would change.
 - A deleted pod whose containers are all stopped (finished) and whose final status was written
   is deleted from the API with gracePeriodSeconds 0 and the UID as precondition.
 - The API server away: nothing is lost; what is pending goes out when it answers again. A pod the
@@ -37,8 +38,10 @@ KUBELET_CONDITIONS = frozenset({"PodScheduled", "Ready", "Initialized", "Contain
                                 "PodReadyToStartContainers", "PodResizePending", "PodResizeInProgress"})
 # Status fields other components own: never cleared by the node.
 FOREIGN_FIELDS = frozenset({"nominatedNodeName", "resourceClaimStatuses", "extendedResourceClaimStatus"})
-LISTS = frozenset({"conditions", "containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses",
-                   "podIPs", "hostIPs"})
+# Lists of patchStrategy merge, replaced whole by a `$patch: replace` element. The container
+# statuses are atomic lists: a patch's list replaces the API's as it is, a directive element
+# included (it would decode as an empty, nameless container status), so they are sent plain.
+MERGE_LISTS = frozenset({"conditions", "podIPs", "hostIPs"})
 
 Json = dict[str, Any]
 
@@ -81,7 +84,7 @@ def status_patch(current: Mapping[str, Any], desired: Mapping[str, Any], foreign
         value = [*foreign, *wanted] if key == "conditions" else wanted
         if current.get(key) == value:
             continue
-        if key in LISTS:
+        if key in MERGE_LISTS:
             patch[key] = [*value, {"$patch": "replace"}]
         elif isinstance(value, dict):
             patch[key] = {**value, "$patch": "replace"}

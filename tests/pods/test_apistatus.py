@@ -77,6 +77,17 @@ def test_the_patch_keeps_foreign_conditions_replaces_owned_lists_and_clears_what
     }
 
 
+def test_the_atomic_container_status_lists_are_sent_without_a_directive() -> None:
+    # containerStatuses & co. have no patch strategy: the API server takes the patch's list as it
+    # is, so a `$patch: replace` element there became an empty, nameless container status.
+    waiting = {"name": "main", "state": {"waiting": {"reason": "ContainerCreating"}}}
+    running_ = {"name": "main", "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}
+    current = {"containerStatuses": [waiting], "initContainerStatuses": [waiting]}
+    desired = {"containerStatuses": [running_], "initContainerStatuses": [running_],
+               "ephemeralContainerStatuses": [running_]}
+    assert status_patch(current, desired, []) == desired
+
+
 def test_no_patch_when_the_api_already_agrees() -> None:
     status = running().to_wire()
     assert status_patch(status, status, []) == {}
