@@ -98,8 +98,11 @@ def test_service_account_tokens_are_reviewed_and_authorized_by_the_api_server(
         control_plane.kubectl("create", "clusterrolebinding", f"scraper-{namespace}",
                               "--clusterrole=system:kubelet-api-admin", f"--serviceaccount={namespace}:scraper")
         try:
-            allowed = wait_for(lambda: (r := client.get(url, headers={"Authorization": f"Bearer {token}"}))
-                               .status_code == 200 and r, timeout=15, what="the binding honoured")
+            def authorized() -> httpx.Response | None:
+                response = client.get(url, headers={"Authorization": f"Bearer {token}"})
+                return response if response.status_code == 200 else None
+
+            allowed = wait_for(authorized, timeout=15, what="the binding honoured")
             assert allowed.json()["kind"] == "PodList"
         finally:
             control_plane.kubectl("delete", "clusterrolebinding", f"scraper-{namespace}")
