@@ -3,10 +3,12 @@ NotReady when the agent stops and Ready again when it returns."""
 
 from __future__ import annotations
 
+import ssl
 import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.cluster.controlplane import ControlPlane
@@ -73,6 +75,37 @@ def test_the_apiserver_reaches_the_node(node: Node, control_plane: ControlPlane)
     assert healthz.stdout == "ok"
     summary = control_plane.kubectl("get", "--raw", f"/api/v1/nodes/{node.name}/proxy/stats/summary")
     assert f'"nodeName": "{node.name}"' in summary.stdout
+
+
+@pytest.mark.node_args("--authorization-webhook-cache-unauthorized-ttl", "2s")
+def test_service_account_tokens_are_reviewed_and_authorized_by_the_api_server(
+        node: Node, control_plane: ControlPlane, namespace: str) -> None:
+    """A bearer token at the node's own port (as metrics-server's): TokenReview authenticates it
+    and SubjectAccessReview decides, both by the real API server; a new binding is seen once the
+    cached refusal has expired (2 s here; 30 s by default)."""
+    node.start()
+    wait_for(node.ready, timeout=10, what="node Ready")
+    control_plane.kubectl("create", "serviceaccount", "scraper", "-n", namespace)
+    token = control_plane.kubectl("create", "token", "scraper", "-n", namespace).stdout.strip()
+    url = f"https://{control_plane.node_ip}:{node.flag('--port')}/pods"
+    tls = ssl.create_default_context(cafile=str(Path(node.flag("--cert-dir")) / "ca.crt"))
+    with httpx.Client(verify=tls, timeout=10) as client:
+        assert client.get(url, headers={"Authorization": "Bearer not-a-token"}).status_code == 401
+        refused = client.get(url, headers={"Authorization": f"Bearer {token}"})
+        assert refused.status_code == 403
+        user = f"system:serviceaccount:{namespace}:scraper"
+        assert refused.text == f"Forbidden (user={user}, verb=get, resource=nodes, subresource(s)=[pods proxy])\n"
+        control_plane.kubectl("create", "clusterrolebinding", f"scraper-{namespace}",
+                              "--clusterrole=system:kubelet-api-admin", f"--serviceaccount={namespace}:scraper")
+        try:
+            def authorized() -> httpx.Response | None:
+                response = client.get(url, headers={"Authorization": f"Bearer {token}"})
+                return response if response.status_code == 200 else None
+
+            allowed = wait_for(authorized, timeout=15, what="the binding honoured")
+            assert allowed.json()["kind"] == "PodList"
+        finally:
+            control_plane.kubectl("delete", "clusterrolebinding", f"scraper-{namespace}")
 
 
 def test_stopped_node_goes_not_ready_and_returns(node: Node, control_plane: ControlPlane) -> None:
