@@ -1,6 +1,7 @@
 """Wiring of apiserver mode: the API client from --kubeconfig, the node's facts from the
 configuration and the machine, the node controller (registration, status, lease), the API
-server's pod source and the pod status sync.
+server's pod source and the pod status sync, and the event recorder (with its own client, as
+the kubelet's event client: eventRecordQPS and eventBurst).
 
 Built before the pod machinery (which takes the pod source), started after it (the node reports
 the runtime's version). Without --kubeconfig none of this exists: the standalone node is
@@ -16,8 +17,12 @@ from typing import Any
 
 from kubeletapi.aio import cancel_and_wait
 from kubeletapi.apiclient.client import ApiClient
+from kubeletapi.cgroups import detect
 from kubeletapi.clock import Clock
 from kubeletapi.config import KubeletConfiguration, NodeOptions
+from kubeletapi.errors import KubeletError
+from kubeletapi.events import reasons
+from kubeletapi.events.recorder import EventRecorder
 from kubeletapi.kubeconfig import load_kubeconfig
 from kubeletapi.kubelet.pods import PodWiring
 from kubeletapi.node.controller import NodeController
@@ -29,6 +34,8 @@ from kubeletapi.stats.machine import MachineInfo
 
 log = logging.getLogger(__name__)
 KUBERNETES_VERSION = "v1.34.4"  # the kubelet whose behaviour this agent reproduces in a cluster
+CLIENT_QPS, CLIENT_BURST = 5.0, 10  # client-go's rest.DefaultQPS and DefaultBurst, for a limit of 0
+CGROUP_V1_WARNING = "cgroup v1 support is in maintenance mode, please migrate to cgroup v2"
 
 
 def kubelet_version() -> str:
@@ -44,7 +51,12 @@ class ClusterWiring:
 
     def __init__(self, cfg: KubeletConfiguration, opts: NodeOptions, node_name: str, clock: Clock) -> None:
         assert opts.kubeconfig is not None
-        self.api = ApiClient(load_kubeconfig(opts.kubeconfig), clock, qps=cfg.kube_api_qps, burst=cfg.kube_api_burst)
+        kubeconfig = load_kubeconfig(opts.kubeconfig)
+        self.api = ApiClient(kubeconfig, clock, qps=cfg.kube_api_qps, burst=cfg.kube_api_burst)
+        self._events_api = ApiClient(kubeconfig, clock, qps=cfg.event_record_qps or CLIENT_QPS,
+                                     burst=cfg.event_burst or CLIENT_BURST)
+        self.events = EventRecorder(self._events_api, clock, node_name)
+        self.events.node_event(reasons.NORMAL, reasons.STARTING, "Starting kubelet.")  # the kubelet's BirthCry
         self.pod_source = ApiServerSource(self.api, node_name, self._node_exists, clock)
         self.controller: NodeController | None = None
         self.status_sync: StatusSync | None = None
@@ -59,6 +71,9 @@ class ClusterWiring:
     async def start(self, pods: PodWiring, machine: MachineInfo, node_ips: Sequence[IPAddress]) -> None:
         self._pods = pods
         cfg = self._cfg
+        self._tasks.append(asyncio.create_task(self.events.run(), name="event-recorder"))
+        if pods.node.isolated and _cgroup_version() == 1:
+            self.events.node_event(reasons.WARNING, reasons.CGROUP_V1, CGROUP_V1_WARNING)
         self.status_sync = StatusSync(self.api, pods.manager, self._clock)
         pods.statuses.subscribe(self.status_sync.notify)
         self._tasks.append(asyncio.create_task(self.status_sync.run(), name="pod-status-sync"))
@@ -76,6 +91,7 @@ class ClusterWiring:
                 self.api, facts, self._clock, boot_id=machine.boot_id, not_ready=self._not_ready,
                 images=self._images, update_s=cfg.node_status_update_frequency.seconds,
                 report_s=cfg.node_status_report_frequency.seconds, lease_s=cfg.node_lease_duration_seconds,
+                events=self.events,
             )
             await self.controller.start()
         else:
@@ -88,6 +104,7 @@ class ClusterWiring:
         if self.controller is not None:
             await self.controller.stop()
         await self.api.close()
+        await self._events_api.close()
 
     async def _node_exists(self) -> None:
         """The kubelet watches its pods only once its Node exists (registered, or registered by
@@ -102,3 +119,10 @@ class ClusterWiring:
 
     async def _images(self) -> list[dict[str, Any]]:
         return []  # the process runtime has no images; a CRI runtime's come with its image listing
+
+
+def _cgroup_version() -> int:
+    try:
+        return detect().version
+    except (OSError, KubeletError):
+        return 0

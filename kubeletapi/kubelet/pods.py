@@ -34,6 +34,7 @@ from kubeletapi.pods.logrotation import ContainerLogRotator
 from kubeletapi.pods.manager import PodManager
 from kubeletapi.pods.node import NodeEnv
 from kubeletapi.pods.pleg import PLEG
+from kubeletapi.pods.podevents import PodEvents, PodEventSink
 from kubeletapi.pods.queries import PodQueries
 from kubeletapi.pods.sources import FileSource, PodSource, URLSource
 from kubeletapi.pods.statusstore import StatusStore
@@ -100,7 +101,8 @@ class PodWiring:
     a CRI runtime (containerd) with --container-runtime=remote."""
 
     def __init__(self, cfg: KubeletConfiguration, opts: NodeOptions, node_name: str, node_ip: str,
-                 clock: Clock, metrics: PodMetrics, extra_sources: Sequence[tuple[str, PodSource]] = ()) -> None:
+                 clock: Clock, metrics: PodMetrics, extra_sources: Sequence[tuple[str, PodSource]] = (),
+                 events: PodEventSink | None = None) -> None:
         isolated = _isolation()
         log_max_size = Quantity.parse(cfg.container_log_max_size).value()
         opts.root_dir.mkdir(parents=True, exist_ok=True)  # the kubelet's root directory (pods, stats' rootFs)
@@ -137,15 +139,16 @@ class PodWiring:
         self.pleg = PLEG(self.runtime, clock, metrics)
         self.statuses = StatusStore()
         self.probes = ProbeManager(self.runtime, clock, self.statuses.get, self._probe_changed,
-                                   user_agent=probe_user_agent())
+                                   user_agent=probe_user_agent(), events=events)
+        pod_events = PodEvents(events)  # without an API server: no events (NullRecorder)
         images = ImageManager(self.runtime, clock, serialize=cfg.serialize_image_pulls,
                               max_parallel=cfg.max_parallel_image_pulls)
         self._syncer = syncer = PodSyncer(self.runtime, self.node, clock, Backoff(clock), PodVolumes(self.node),
-                                          self.pleg, self.statuses, metrics, self.probes, images)
+                                          self.pleg, self.statuses, metrics, self.probes, images, pod_events)
         self.sources = [*self._sources(cfg, node_name, clock), *extra_sources]
         self.manager = PodManager(syncer, self.pleg, self.statuses, clock, cfg.max_pods,
                                   [name for name, _ in self.sources], metrics, LogGC(self.node.pod_logs_dir, clock),
-                                  self.probes)
+                                  self.probes, pod_events)
         self.queries = PodQueries(self.manager, self.pleg.cache)
         self.access = ContainerAccess(self.queries, self.runtime, clock)
         self.inventory = PodInventory(self.pleg.cache, self.manager, self.node, runtime_pids,
