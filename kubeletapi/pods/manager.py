@@ -37,7 +37,7 @@ from kubeletapi.pods.loggc import LogGC
 from kubeletapi.pods.pleg import PLEG
 from kubeletapi.pods.podevents import PodEvents
 from kubeletapi.pods.sources import ManifestResult, PodUpdate
-from kubeletapi.pods.status import rejected_status
+from kubeletapi.pods.status import REJECTED_PREFIX, rejected_status
 from kubeletapi.pods.statusstore import StatusStore
 from kubeletapi.pods.sync import PodSyncer
 from kubeletapi.pods.workers import PodWorkers
@@ -149,8 +149,8 @@ class PodManager:
             elif pod is not self._desired[uid] and uid not in self._killing:
                 self._workers.update(uid, pod)  # an API pod's new version
         for uid, pod in rejected.items():
-            if uid not in self._rejected:
-                self._events.rejected(pod, pod.status.reason, pod.status.message)
+            if uid not in self._rejected:  # the event has the message without the status's prefix
+                self._events.rejected(pod, pod.status.reason, pod.status.message.removeprefix(REJECTED_PREFIX))
         self._desired = admitted
         self._rejected = rejected
         self._manifests = records
