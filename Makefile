@@ -57,8 +57,8 @@ importlint: venv
 	$(BIN)/lint-imports
 
 # The whole suite, with line coverage of kubeletapi/ (the floor is fail_under in pyproject.toml).
-pytest: venv deb
-	$(BIN)/pytest --cov=kubeletapi --cov-report=term-missing:skip-covered
+pytest: venv deb cluster-bin
+	KUBELETAPI_CLUSTER_BIN=$(CLUSTER_BIN) $(BIN)/pytest --cov=kubeletapi --cov-report=term-missing:skip-covered
 
 test: venv deb lint typecheck importlint pytest
 

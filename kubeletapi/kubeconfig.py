@@ -87,7 +87,7 @@ def load_kubeconfig(path: Path) -> ClientConfig:
     token = user.get("token")
     if not token and user.get("tokenFile"):
         token = _read(path, base, user["tokenFile"]).decode().strip()
-    return ClientConfig(
+    config = ClientConfig(
         server=server.rstrip("/"),
         ca_pem=_data_or_file(path, base, cluster, "certificate-authority"),
         insecure=bool(cluster.get("insecure-skip-tls-verify", False)),
@@ -95,6 +95,12 @@ def load_kubeconfig(path: Path) -> ClientConfig:
         client_key_pem=_data_or_file(path, base, user, "client-key"),
         token=token or None,
     )
+    try:
+        config.ssl_context()  # a CA, certificate or key that does not load is this file's fault
+    except (ssl.SSLError, ValueError) as exc:
+        raise ConfigError(f"kubeconfig {path}: its certificate authority, client certificate or key "
+                          f"does not load: {exc}") from exc
+    return config
 
 
 def _first_name(doc: dict[str, Any], section: str) -> str | None:
@@ -104,6 +110,9 @@ def _first_name(doc: dict[str, Any], section: str) -> str | None:
 
 def _named(doc: dict[str, Any], path: Path, section: str, name: Any) -> dict[str, Any]:
     key = section[:-1]
+    if name is None:
+        missing = "no current-context and no contexts" if section == "contexts" else f"its context names no {key}"
+        raise ConfigError(f"kubeconfig {path}: {missing}: there is no API server to use")
     for item in doc.get(section) or []:
         if isinstance(item, dict) and item.get("name") == name and isinstance(item.get(key), dict):
             return dict(item[key])

@@ -10,6 +10,7 @@ import random
 import subprocess
 import uuid
 from dataclasses import dataclass
+from typing import ClassVar
 
 
 def _ip(*args: str) -> None:
@@ -30,6 +31,8 @@ def _free_subnet() -> int:
 class TestNetwork:
     """`host` is on the host end of the pair (in the test's own namespace), `peer` inside the
     namespace `name`; both in a /30 of 10.250.0.0/16 chosen by `subnet`."""
+
+    __test__: ClassVar[bool] = False  # not a test class, whatever its name
 
     name: str
     host_if: str

@@ -1,7 +1,7 @@
 """Wiring of apiserver mode: the API client from --kubeconfig, the node's facts from the
 configuration and the machine, the node controller (registration, status, lease), the API
-server's pod source and the pod status sync, and the event recorder (with its own client, as
-the kubelet's event client: eventRecordQPS and eventBurst).
+server's pod source, the pod status sync, the static pods' mirror pods, and the event recorder
+(with its own client, as the kubelet's event client: eventRecordQPS and eventBurst).
 
 Built before the pod machinery (which takes the pod source), started after it (the node reports
 the runtime's version). Without --kubeconfig none of this exists: the standalone node is
@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 from kubeletapi.aio import cancel_and_wait
 from kubeletapi.apiclient.client import ApiClient
@@ -27,9 +26,11 @@ from kubeletapi.kubeconfig import load_kubeconfig
 from kubeletapi.kubelet.pods import PodWiring
 from kubeletapi.node.controller import NodeController
 from kubeletapi.node.facts import NodeFacts, hugepages, rootfs_capacity
+from kubeletapi.node.images import NodeImages
 from kubeletapi.nodeinfo import IPAddress
 from kubeletapi.pods.apisource import ApiServerSource
-from kubeletapi.pods.apistatus import StatusSync
+from kubeletapi.pods.apistatus import BoundPod, BoundPods, StatusSync
+from kubeletapi.pods.mirror import MirrorPods
 from kubeletapi.stats.machine import MachineInfo
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,16 @@ def kubelet_version() -> str:
     return f"{KUBERNETES_VERSION}+kubeletapi-{__version__}"
 
 
+class JoinedBoundPods:
+    """The status sync's pods: the API's own pods, then the static pods through their mirrors."""
+
+    def __init__(self, *parts: BoundPods) -> None:
+        self._parts = parts
+
+    def bound_pods(self) -> list[BoundPod]:
+        return [pod for part in self._parts for pod in part.bound_pods()]
+
+
 class ClusterWiring:
     """Everything that speaks to the API server, when --kubeconfig names one."""
 
@@ -60,6 +71,8 @@ class ClusterWiring:
         self.pod_source = ApiServerSource(self.api, node_name, self._node_exists, clock)
         self.controller: NodeController | None = None
         self.status_sync: StatusSync | None = None
+        self.mirrors: MirrorPods | None = None
+        self._node_uid_read = ""  # the Node's UID read from the API (registerNode false)
         self._cfg = cfg
         self._opts = opts
         self._node_name = node_name
@@ -74,9 +87,13 @@ class ClusterWiring:
         self._tasks.append(asyncio.create_task(self.events.run(), name="event-recorder"))
         if pods.node.isolated and _cgroup_version() == 1:
             self.events.node_event(reasons.WARNING, reasons.CGROUP_V1, CGROUP_V1_WARNING)
-        self.status_sync = StatusSync(self.api, pods.manager, self._clock)
+        self.mirrors = MirrorPods(self.api, pods.manager, self._node_name, self._node_uid, pods.statuses.get,
+                                  self._clock, mirrors_changed=self._mirrors_changed)
+        self.status_sync = StatusSync(self.api, JoinedBoundPods(pods.manager, self.mirrors), self._clock)
         pods.statuses.subscribe(self.status_sync.notify)
+        pods.manager.subscribe(self.mirrors.notify)
         self._tasks.append(asyncio.create_task(self.status_sync.run(), name="pod-status-sync"))
+        self._tasks.append(asyncio.create_task(self.mirrors.run(), name="mirror-pods"))
         if cfg.register_node:
             addresses = [("InternalIP", str(ip)) for ip in node_ips] + [("Hostname", self._node_name)]
             facts = NodeFacts(
@@ -89,7 +106,7 @@ class ClusterWiring:
             )
             self.controller = NodeController(
                 self.api, facts, self._clock, boot_id=machine.boot_id, not_ready=self._not_ready,
-                images=self._images, update_s=cfg.node_status_update_frequency.seconds,
+                images=NodeImages(pods.cri, self._clock), update_s=cfg.node_status_update_frequency.seconds,
                 report_s=cfg.node_status_report_frequency.seconds, lease_s=cfg.node_lease_duration_seconds,
                 events=self.events,
             )
@@ -113,12 +130,27 @@ class ClusterWiring:
         if self.controller is not None:
             await self.controller.registered.wait()
 
+    async def _node_uid(self) -> str:
+        """The Node's UID for mirror pods' owner reference ("" while unknown): the registered
+        node's, or (registerNode false) read from the API server."""
+        if self.controller is not None:
+            return self.controller.uid
+        if not self._node_uid_read:
+            try:
+                node = await self.api.get(f"/api/v1/nodes/{self._node_name}")
+            except KubeletError as exc:
+                log.debug("No mirror pods yet: cannot read node %s: %s", self._node_name, exc)
+                return ""
+            self._node_uid_read = str((node.get("metadata") or {}).get("uid", ""))
+        return self._node_uid_read
+
+    def _mirrors_changed(self) -> None:
+        if self.status_sync is not None:
+            self.status_sync.notify()
+
     def _not_ready(self) -> list[str]:
         reason = self._pods.pleg.unhealthy() if self._pods is not None else None
         return [reason] if reason else []
-
-    async def _images(self) -> list[dict[str, Any]]:
-        return []  # the process runtime has no images; a CRI runtime's come with its image listing
 
 
 def _cgroup_version() -> int:

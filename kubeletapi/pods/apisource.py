@@ -16,6 +16,9 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
+from pydantic import ValidationError
+
+from kubeletapi.api.core_v1 import PodStatus
 from kubeletapi.clock import Clock
 from kubeletapi.errors import Gone, InvalidInput, KubeletError
 from kubeletapi.pods.manifest import decode_api_pod
@@ -58,6 +61,7 @@ class ApiServerSource:
         self._objects: dict[str, Json] = {}  # uid -> the pod object last seen
         self._results: dict[str, ManifestResult] = {}  # uid -> its decoded result (cached by resourceVersion)
         self._seen: dict[str, str] = {}  # uid -> kubernetes.io/config.seen: when this node first saw it
+        self._mirrors: dict[str, tuple[str, MirrorPod]] = {}  # uid -> (resourceVersion, the mirror pod)
         self._failing = ""
 
     async def run(self, emit: Emit) -> None:
@@ -114,16 +118,34 @@ class ApiServerSource:
         results = []
         mirrors = []
         for uid, obj in self._objects.items():
-            meta = obj.get("metadata") or {}
-            annotations = meta.get("annotations") or {}
+            annotations = (obj.get("metadata") or {}).get("annotations") or {}
             if CONFIG_MIRROR in annotations:
-                mirrors.append(MirrorPod(str(meta.get("namespace", "")), str(meta.get("name", "")), uid,
-                                         str(annotations[CONFIG_MIRROR]), bool(meta.get("deletionTimestamp"))))
+                mirrors.append(self._mirror(uid, obj))
                 continue
             results.append(self._decoded(uid, obj))
         self._results = {r.pod.metadata.uid: r for r in results if r.pod is not None}
+        self._mirrors = {m.uid: self._mirrors[m.uid] for m in mirrors}
         self._seen = {uid: seen for uid, seen in self._seen.items() if uid in self._objects}
         return PodUpdate(SOURCE, tuple(results), tuple(mirrors))
+
+    def _mirror(self, uid: str, obj: Json) -> MirrorPod:
+        """A mirror pod as the node tracks it (cached by resourceVersion): its identity, the
+        static pod it mirrors and the status the API server holds for it."""
+        meta = obj.get("metadata") or {}
+        version = str(meta.get("resourceVersion", ""))
+        cached = self._mirrors.get(uid)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        try:
+            status: PodStatus | None = PodStatus.model_validate(obj.get("status") or {}, strict=True, by_alias=True,
+                                                                 by_name=False)
+        except ValidationError:
+            status = None  # a field this node does not know: the status sync compares with nothing
+        mirror = MirrorPod(str(meta.get("namespace", "")), str(meta.get("name", "")), uid,
+                           str((meta.get("annotations") or {})[CONFIG_MIRROR]), bool(meta.get("deletionTimestamp")),
+                           status)
+        self._mirrors[uid] = (version, mirror)
+        return mirror
 
     def _decoded(self, uid: str, obj: Json) -> ManifestResult:
         version = (obj.get("metadata") or {}).get("resourceVersion")

@@ -18,6 +18,8 @@
 - Probes: an admitted pod's probe workers start with its pod worker and stop when it is killed;
   a changed probe result pokes the pod's worker (poke), which syncs it (status, liveness kills).
 - Statuses are the syncer's, in the status store; pods() joins them to the admitted specs.
+- Mirror pods (apiserver mode, pods.mirror) read the static pods, the API's mirror pods and the
+  static pods still stopping from here, and hear of every change through subscribe().
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -36,7 +38,8 @@ from kubeletapi.pods.apistatus import BoundPod
 from kubeletapi.pods.loggc import LogGC
 from kubeletapi.pods.pleg import PLEG
 from kubeletapi.pods.podevents import PodEvents
-from kubeletapi.pods.sources import ManifestResult, PodUpdate
+from kubeletapi.pods.sources import ManifestResult, MirrorPod, PodUpdate
+from kubeletapi.pods.static import is_static
 from kubeletapi.pods.status import REJECTED_PREFIX, rejected_status
 from kubeletapi.pods.statusstore import StatusStore
 from kubeletapi.pods.sync import PodSyncer
@@ -117,6 +120,7 @@ class PodManager:
         self._events = events or PodEvents()
         self._refused: set[str] = set()  # uids of API pods refused (their event is posted)
         self._ticks = 0
+        self._listeners: list[Callable[[], None]] = []
 
     # --- sources -------------------------------------------------------------------------------
     def apply(self, update: PodUpdate) -> None:
@@ -131,6 +135,15 @@ class PodManager:
             self._refused = refused
         self._pending_sources.discard(update.source)
         self._reconcile()
+        self._changed()
+
+    def subscribe(self, listener: Callable[[], None]) -> None:
+        """Call `listener` after every source update and every pod worker that finished."""
+        self._listeners.append(listener)
+
+    def _changed(self) -> None:
+        for listener in self._listeners:
+            listener()
 
     def _reconcile(self) -> None:
         admitted, rejected, records = self._admit()
@@ -223,7 +236,7 @@ class PodManager:
             known.add((origin, reason))
             # The line names the rejected manifest first (a source's own errors already start with it).
             named = reason if reason.startswith(origin) else f"{origin}: {reason}"
-            log.warning("static pod manifest rejected: %s", named)
+            log.warning("%s rejected: %s", "pod" if source == API_SOURCE else "static pod manifest", named)
             if self._observer is not None:
                 self._observer.manifest_rejected(source)
         if base is None:
@@ -277,6 +290,10 @@ class PodManager:
         self._statuses.remove(uid)
 
     def _worker_done(self, uid: str) -> None:
+        self._worker_finished(uid)
+        self._changed()
+
+    def _worker_finished(self, uid: str) -> None:
         self._killing.pop(uid, None)
         self._orphans_killing.discard(uid)
         pod = self._desired.get(uid)
@@ -378,6 +395,19 @@ class PodManager:
             out.append(BoundPod(meta.namespace, meta.name, uid, status, pod.status,
                                 meta.deletion_timestamp is not None, finished))
         return out
+
+    def static_pods(self) -> list[Pod]:
+        """The admitted static pods (file and URL sources), without their status."""
+        return [pod for pod in self._desired.values() if is_static(pod)]
+
+    def static_stopping(self) -> set[tuple[str, str]]:
+        """(namespace, name) of static pods no longer defined whose containers are still being killed."""
+        return {(p.metadata.namespace, p.metadata.name) for p in self._killing.values() if is_static(p)}
+
+    def mirror_pods(self) -> Sequence[MirrorPod] | None:
+        """The API server's mirror pods of this node; None until its pods were listed."""
+        update = self._snapshots.get(API_SOURCE)
+        return update.mirrors if update is not None else None
 
     def manifests(self) -> list[ManifestRecord]:
         return list(self._manifests)

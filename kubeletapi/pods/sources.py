@@ -25,14 +25,14 @@ import logging
 import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 import httpx
 import watchfiles
 
-from kubeletapi.api.core_v1 import Pod
+from kubeletapi.api.core_v1 import Pod, PodStatus
 from kubeletapi.clock import Clock
 from kubeletapi.errors import InvalidInput
 from kubeletapi.pods.manifest import decode_pod, decode_pod_list
@@ -76,6 +76,7 @@ class MirrorPod:
     uid: str
     config_hash: str  # the kubernetes.io/config.mirror annotation: the static pod's UID
     deleting: bool = False
+    status: PodStatus | None = field(default=None, compare=False)  # the API's (None: not decodable)
 
 
 @dataclass(frozen=True)

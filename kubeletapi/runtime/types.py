@@ -155,3 +155,4 @@ class Image:
     ref: str
     size: int = 0
     tags: tuple[str, ...] = ()
+    digests: tuple[str, ...] = ()

@@ -11,6 +11,7 @@ import pytest
 
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.node import Node
+from tests.cri.fixtures import CRIEnv
 from tests.netns import TestNetwork
 
 GRACE = "16s"  # node-monitor-grace-period: a stopped node turns NotReady within seconds, not 50 s
@@ -36,11 +37,27 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory, cluster_network: Tes
         plane.stop()
 
 
-@pytest.fixture
+RUNTIMES = ("process", "containerd")
+# How the cluster tests' manifests name their image; on containerd it is the locally built busybox.
+IMAGE = "busybox:1.36"
+
+
+@pytest.fixture(scope="session")
+def cluster_cri(cri_env: CRIEnv) -> CRIEnv:
+    """The session's private containerd, with busybox also under the name the manifests use."""
+    cri_env.containerd.tag(cri_env.busybox, f"docker.io/library/{IMAGE}")
+    return cri_env
+
+
+@pytest.fixture(params=RUNTIMES)
 def node(control_plane: ControlPlane, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Node]:
-    """A node of the session's plane (not started); extra agent flags by `@pytest.mark.node_args(...)`."""
+    """A node of the session's plane (not started), once per runtime: every cluster test runs on
+    the process runtime and on containerd. Extra agent flags by `@pytest.mark.node_args(...)`."""
+    runtime = request.param
+    endpoint = request.getfixturevalue("cluster_cri").endpoint if runtime == "containerd" else ""
     marker = request.node.get_closest_marker("node_args")
-    n = Node(control_plane, tmp_path, *(marker.args if marker is not None else ()))
+    n = Node(control_plane, tmp_path, *(marker.args if marker is not None else ()), runtime=runtime,
+             cri_endpoint=endpoint)
     try:
         yield n
     finally:

@@ -73,6 +73,8 @@ class Component:
 class ControlPlane:
     root: Path
     node_ip: str = LOOPBACK  # where this plane's nodes serve (tests.netns: proxyable, unlike loopback)
+    detached: bool = False  # components in sessions of their own, outliving this process (scripts/cluster.sh)
+    audit_nodes: bool = False  # log every request of a node (group system:nodes) to <root>/audit.log
     pki: ClusterPKI = field(init=False)
     components: dict[str, Component] = field(default_factory=dict)
     api_port: int = 0
@@ -110,11 +112,20 @@ class ControlPlane:
         for name in reversed(list(self.components)):
             self.components.pop(name).stop()
 
+    def stop_apiserver(self) -> None:
+        """An outage: the API server goes away (etcd and the controllers stay)."""
+        self.components.pop("kube-apiserver").stop()
+
+    def start_apiserver(self) -> None:
+        """The API server returns on the same port, with the same data."""
+        self._apiserver()
+        self.wait_ready()
+
     def _spawn(self, name: str, args: Sequence[str]) -> Component:
         log = self.root / f"{name}.log"
         with log.open("ab") as out:
             proc = subprocess.Popen([binary(name), *args], stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL)
+                                    stdin=subprocess.DEVNULL, start_new_session=self.detached)
         component = Component(name, proc, log)
         self.components[name] = component
         return component
@@ -145,7 +156,30 @@ class ControlPlane:
             "--kubelet-preferred-address-types=InternalIP,Hostname",
             f"--cert-dir={self.root / 'apiserver-certs'}",
             "--endpoint-reconciler-type=none",  # the `kubernetes` Service would point at loopback
+            *self._audit_flags(),
         ])
+
+    AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+- level: Metadata
+  userGroups: ["system:nodes"]
+- level: None
+"""
+
+    @property
+    def audit_log(self) -> Path:
+        return self.root / "audit.log"
+
+    def _audit_flags(self) -> list[str]:
+        """One JSON line per node request, when it completed (a watch: when it ended)."""
+        if not self.audit_nodes:
+            return []
+        policy = self.root / "audit-policy.yaml"
+        policy.write_text(self.AUDIT_POLICY)
+        return [f"--audit-policy-file={policy}", f"--audit-log-path={self.audit_log}", "--audit-log-format=json",
+                "--audit-log-maxsize=0"]
 
     def _controller_manager(self, grace: str) -> None:
         pki = self.pki.root

@@ -8,12 +8,21 @@ from pathlib import Path
 from typing import Any
 
 from tests.cluster.controlplane import ControlPlane
+from tests.cri.cleanup import purge_cri
 from tests.helpers import LOOPBACK, AgentProcess, agent_args, purge
 
 
 class Node:
-    def __init__(self, plane: ControlPlane, tmp: Path, *extra: str) -> None:
+    """`runtime`: "process", or "containerd" with `cri_endpoint` (the session's private one)."""
+
+    def __init__(self, plane: ControlPlane, tmp: Path, *extra: str, runtime: str = "process",
+                 cri_endpoint: str = "") -> None:
         self.plane = plane
+        self.runtime = runtime
+        self.cri_endpoint = cri_endpoint
+        self.scheme = "process://" if runtime == "process" else "containerd://"  # containerIDs, runtime version
+        if runtime == "containerd":
+            extra = ("--container-runtime", "remote", "--container-runtime-endpoint", cri_endpoint, *extra)
         self.name = f"node-{uuid.uuid4().hex[:8]}"
         self.args = agent_args(tmp, "--kubeconfig", str(plane.node_identity(self.name)),
                                "--client-ca-file", str(plane.pki.ca.cert), *extra)
@@ -54,6 +63,8 @@ class Node:
     def remove(self) -> None:
         """Stop the agent, remove what it left (cgroups, state) and its Node object."""
         self.stop()
+        if self.runtime == "containerd":
+            purge_cri(self.cri_endpoint, self.args)
         purge(self.args)
         with self.plane.admin_client() as client:
             client.delete(f"/api/v1/nodes/{self.name}")

@@ -4,6 +4,7 @@ NotReady when the agent stops and Ready again when it returns."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,7 +38,7 @@ def test_registers_with_the_kubelets_fields_and_is_ready_within_5s(node: Node, c
     assert status["capacity"]["pods"] == "110"
     info = status["nodeInfo"]
     assert info["operatingSystem"] == "linux" and info["kernelVersion"] and info["bootID"] and info["machineID"]
-    assert info["containerRuntimeVersion"].startswith("process://")
+    assert info["containerRuntimeVersion"].startswith(node.scheme)
     assert info["kubeletVersion"].startswith("v1.34.")
     kinds = [c["type"] for c in status["conditions"]]
     assert kinds[-1] == "Ready" and set(kinds) >= {"MemoryPressure", "DiskPressure", "PIDPressure", "Ready"}
@@ -88,3 +89,22 @@ def _get(plane: ControlPlane, path: str) -> dict[str, Any] | None:
     with plane.admin_client() as client:
         response = client.get(path)
     return response.json() if response.status_code == 200 else None
+
+
+def test_a_node_identity_of_another_name_is_refused_and_the_refusal_logged(control_plane: ControlPlane,
+                                                                           tmp_path: Path) -> None:
+    """The Node authorizer and NodeRestriction let system:node:<a> write node <a> only: an agent
+    registering another name is refused, says so naming the object, and keeps serving."""
+    impostor = Node(control_plane, tmp_path)
+    other = f"victim-{impostor.name}"
+    impostor.args[impostor.args.index("--hostname-override") + 1] = other
+    try:
+        impostor.start()
+        wait_for(lambda: "Unable to register node" in impostor.log.read_text(), timeout=15, what="the refusal")
+        line = next(x for x in impostor.log.read_text().splitlines() if "Unable to register node" in x)
+        assert f'nodes "{other}" is forbidden' in line and f"system:node:{impostor.name}" in line
+        assert impostor.get() is None
+        with control_plane.admin_client() as client:
+            assert client.get(f"/api/v1/nodes/{other}").status_code == 404
+    finally:
+        impostor.remove()

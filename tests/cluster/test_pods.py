@@ -48,7 +48,7 @@ def test_a_deployment_runs_on_the_node(node: Node, control_plane: ControlPlane, 
         assert status["observedGeneration"] == pod["metadata"]["generation"]
         (container,) = status["containerStatuses"]
         assert container["ready"] is True and "running" in container["state"]
-        assert container["containerID"].startswith("process://")
+        assert container["containerID"].startswith(node.scheme)
         kinds = {c["type"]: c["status"] for c in status["conditions"]}
         assert kinds == {"PodReadyToStartContainers": "True", "Initialized": "True", "Ready": "True",
                          "ContainersReady": "True", "PodScheduled": "True"}
@@ -61,12 +61,14 @@ def test_a_deleted_pod_terminates_gracefully_and_is_removed(node: Node, control_
                                                              ) -> None:
     node.start()
     wait_for(node.ready, timeout=10, what="node Ready")
-    marker = tmp_path_factory.mktemp("graceful") / "sigterm"
-    script = f"trap 'echo got-sigterm > {marker}; exit 0' TERM; while true; do sleep 0.2; done"
+    out = tmp_path_factory.mktemp("graceful")
+    script = "trap 'echo got-sigterm > /out/sigterm; exit 0' TERM; while true; do sleep 0.2; done"
     manifest = {
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "graceful", "namespace": namespace},
         "spec": {"nodeName": node.name, "terminationGracePeriodSeconds": 20, "automountServiceAccountToken": False,
-                 "containers": [{"name": "main", "image": "busybox:1.36", "command": ["sh", "-c", script]}]},
+                 "volumes": [{"name": "out", "hostPath": {"path": str(out), "type": "Directory"}}],
+                 "containers": [{"name": "main", "image": "busybox:1.36", "command": ["sh", "-c", script],
+                                 "volumeMounts": [{"name": "out", "mountPath": "/out"}]}]},
     }
     control_plane.kubectl("apply", "-f", "-", input_=json.dumps(manifest))
     wait_for(lambda: _running_and_ready(_get_pod(control_plane, namespace, "graceful") or {}), timeout=30,
@@ -75,7 +77,7 @@ def test_a_deleted_pod_terminates_gracefully_and_is_removed(node: Node, control_
     control_plane.kubectl("delete", "pod", "graceful", "-n", namespace, "--wait=false")
     wait_for(lambda: _get_pod(control_plane, namespace, "graceful") is None, timeout=30,
              what="the node deletes the pod from the API server")
-    assert marker.read_text().strip() == "got-sigterm"
+    assert (out / "sigterm").read_text().strip() == "got-sigterm"
     assert time.monotonic() - started < 20  # the container exited on SIGTERM, not at the grace period's end
 
 

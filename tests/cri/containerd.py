@@ -125,6 +125,12 @@ class PrivateContainerd:
             if result.returncode != 0:
                 raise RuntimeError(f"ctr images import {image.path} failed: {result.stderr.decode().strip()}")
 
+    def tag(self, source: str, target: str) -> None:
+        """A second name for an image (e.g. docker.io/library/busybox:1.36, as manifests name it)."""
+        result = self._ctr("-n", "k8s.io", "images", "tag", "--force", source, target)
+        if result.returncode != 0:
+            raise RuntimeError(f"ctr images tag {source} {target} failed: {result.stderr.decode().strip()}")
+
     def stop(self) -> None:
         """SIGTERM our containerd (by PID) and wait until it has exited, then drop the work dir."""
         proc, self._proc = self._proc, None

@@ -23,9 +23,11 @@ from kubeletapi.errors import (
     StartupError,
     Unavailable,
 )
+from kubeletapi.node.images import status_images
 from kubeletapi.runtime.cri.client import CRIClient, Timeout, runtime_error, socket_path
 from kubeletapi.runtime.cri.gen import api_pb2 as pb
 from kubeletapi.runtime.cri.runtime import CRIRuntime
+from kubeletapi.runtime.types import Image
 from tests.cri.fakeruntime import grpc_server, runtime_service, version_answer
 from tests.cri.fixtures import CRIEnv
 from tests.helpers import AgentProcess, agent_args, purge
@@ -216,6 +218,24 @@ def test_connect_to_the_private_containerd(cri_env: CRIEnv) -> None:
             await runtime.close()
 
     assert run(scenario()) == ("containerd", "v1")
+
+
+@pytest.mark.cri
+def test_list_images_and_the_node_status_list(cri_env: CRIEnv) -> None:
+    async def scenario() -> list[Image]:
+        runtime = await CRIRuntime.connect(cri_env.endpoint)
+        try:
+            return list(await runtime.list_images())
+        finally:
+            await runtime.close()
+
+    images = run(scenario())
+    tags = {t for i in images for t in i.tags}
+    assert {"localhost/busybox:latest", "localhost/pause:3.9"} <= tags
+    listed = status_images(images)
+    assert [e["sizeBytes"] for e in listed] == sorted((i.size for i in images), reverse=True)
+    assert all(e["sizeBytes"] > 0 and 0 < len(e["names"]) <= 5 for e in listed)
+    assert any("localhost/busybox:latest" in e["names"] for e in listed)
 
 
 # --- optional calls and connect() ---------------------------------------------------------------------

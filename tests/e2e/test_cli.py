@@ -40,6 +40,21 @@ def test_malformed_config_file_exits_1_naming_the_field(tmp_path: Path, body: st
     assert not (tmp_path / "certs").exists()  # nothing was started or written
 
 
+@pytest.mark.parametrize(("body", "problem"), [
+    pytest.param(None, "No such file or directory", id="missing"),
+    pytest.param("clusters: [\n", "while parsing", id="not-yaml"),
+    pytest.param("apiVersion: v1\nkind: Config\ncurrent-context: nope\n", "no context named 'nope'", id="no-context"),
+])
+def test_a_bad_kubeconfig_exits_1_naming_the_file_and_the_problem(tmp_path: Path, body: str | None,
+                                                                    problem: str) -> None:
+    kubeconfig = tmp_path / "node.kubeconfig"
+    if body is not None:
+        kubeconfig.write_text(body)
+    result = run_cli("--kubeconfig", str(kubeconfig), *agent_args(tmp_path))
+    assert result.returncode == 1
+    assert f"kubeconfig {kubeconfig}: " in result.stderr and problem in result.stderr
+
+
 KUBELETAPI = str(Path(sys.executable).with_name("kubeletapi"))  # the installed command
 POD = """apiVersion: v1
 kind: Pod

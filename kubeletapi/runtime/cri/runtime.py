@@ -343,6 +343,11 @@ class CRIRuntime:
         answer = await self._client.call(rpc.IMAGE_STATUS, pb.ImageStatusRequest(image=pb.ImageSpec(image=image)))
         return convert.image(answer.image) if answer.HasField("image") else None
 
+    async def list_images(self) -> list[Image]:
+        """Every image the runtime has (for the node's status.images)."""
+        answer = await self._client.call(rpc.LIST_IMAGES, pb.ListImagesRequest())
+        return [convert.image(item) for item in answer.images]
+
     async def pull_image(self, image: str, sandbox: SandboxConfig | None = None) -> str:
         request = pb.PullImageRequest(image=pb.ImageSpec(image=image))
         if sandbox is not None:
