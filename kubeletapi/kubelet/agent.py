@@ -30,6 +30,7 @@ from kubeletapi.kubelet.pods import PodWiring
 from kubeletapi.kubelet.security import SecurityWiring, tls_files
 from kubeletapi.kubelet.stats import StatsProvider
 from kubeletapi.loopwatch import LoopWatch
+from kubeletapi.metrics.events import EventsCollector
 from kubeletapi.metrics.kubelet import KubeletMetrics
 from kubeletapi.metrics.pods import LogUsageCollector, PodMetrics
 from kubeletapi.metrics.probes import ProbeMetrics
@@ -159,11 +160,15 @@ class Kubelet:
                 self.cluster = ClusterWiring(self.cfg, self.opts, self.node_name, self.clock)
             api_sources = [("api", self.cluster.pod_source)] if self.cluster is not None else []
             self.pods = PodWiring(self.cfg, self.opts, self.node_name, str(self.node_ips[0]), self.clock, metrics,
-                                  api_sources, api=self.cluster.readers if self.cluster is not None else None)
+                                  api_sources, api=self.cluster.readers if self.cluster is not None else None,
+                                  events=self.cluster.events if self.cluster is not None else None)
             self._registries["metrics"].register(LogUsageCollector(self.pods.inventory.log_dirs))
             self.stats = StatsProvider(self.cfg, self.opts, self.node_name, self.clock, self.pods)
             if self.stats.sink is not None:
                 self._registries["metrics"].register(SinkCollector(self.stats.sink.counts))
+            if self.cluster is not None:
+                events = self.cluster.events
+                self._registries["metrics"].register(EventsCollector(lambda: events.counts))
             self.pods.probes.add_observer(
                 ProbeMetrics(self._registries["probes"], self.stats.collector.cfg.agent_start_ns / 1e9))
             for spec in self._listener_specs():

@@ -1,8 +1,9 @@
 """Wiring of apiserver mode: the API client from --kubeconfig, the node's facts from the
 configuration and the machine, the node controller (registration, status, lease), the API
-server's pod source, the pod status sync, the static pods' mirror pods, and what pods read
-from the API server (the ConfigMap and Secret caches, the token manager, the Services for env:
-`readers`, handed to the pod wiring; a change they see pokes the pods concerned).
+server's pod source, the pod status sync, the static pods' mirror pods, what pods read from the
+API server (the ConfigMap and Secret caches, the token manager, the Services for env: `readers`,
+handed to the pod wiring; a change they see pokes the pods concerned), and the event recorder
+(with its own client, as the kubelet's event client: eventRecordQPS and eventBurst).
 
 Built before the pod machinery (which takes the pod source), started after it (the node reports
 the runtime's version). Without --kubeconfig none of this exists: the standalone node is
@@ -18,9 +19,12 @@ from collections.abc import Iterable, Sequence
 from kubeletapi.aio import cancel_and_wait
 from kubeletapi.api.quantity import Quantity
 from kubeletapi.apiclient.client import ApiClient
+from kubeletapi.cgroups import detect
 from kubeletapi.clock import Clock
 from kubeletapi.config import KubeletConfiguration, NodeOptions
 from kubeletapi.errors import KubeletError
+from kubeletapi.events import reasons
+from kubeletapi.events.recorder import EventRecorder
 from kubeletapi.kubeconfig import load_kubeconfig
 from kubeletapi.kubelet.pods import ApiReaders, PodWiring
 from kubeletapi.node.controller import NodeController
@@ -37,6 +41,8 @@ from kubeletapi.stats.machine import MachineInfo
 
 log = logging.getLogger(__name__)
 KUBERNETES_VERSION = "v1.34.4"  # the kubelet whose behaviour this agent reproduces in a cluster
+CLIENT_QPS, CLIENT_BURST = 5.0, 10  # client-go's rest.DefaultQPS and DefaultBurst, for a limit of 0
+CGROUP_V1_WARNING = "cgroup v1 support is in maintenance mode, please migrate to cgroup v2"
 
 
 def kubelet_version() -> str:
@@ -62,7 +68,12 @@ class ClusterWiring:
 
     def __init__(self, cfg: KubeletConfiguration, opts: NodeOptions, node_name: str, clock: Clock) -> None:
         assert opts.kubeconfig is not None
-        self.api = ApiClient(load_kubeconfig(opts.kubeconfig), clock, qps=cfg.kube_api_qps, burst=cfg.kube_api_burst)
+        kubeconfig = load_kubeconfig(opts.kubeconfig)
+        self.api = ApiClient(kubeconfig, clock, qps=cfg.kube_api_qps, burst=cfg.kube_api_burst)
+        self._events_api = ApiClient(kubeconfig, clock, qps=cfg.event_record_qps or CLIENT_QPS,
+                                     burst=cfg.event_burst or CLIENT_BURST)
+        self.events = EventRecorder(self._events_api, clock, node_name)
+        self.events.node_event(reasons.NORMAL, reasons.STARTING, "Starting kubelet.")  # the kubelet's BirthCry
         self.pod_source = ApiServerSource(self.api, node_name, self._node_exists, clock)
         self.readers = ApiReaders(
             configmaps=ObjectCache(self.api, "configmaps", "configmap", clock, self._poke),
@@ -87,6 +98,9 @@ class ClusterWiring:
     async def start(self, pods: PodWiring, machine: MachineInfo, node_ips: Sequence[IPAddress]) -> None:
         self._pods = pods
         cfg = self._cfg
+        self._tasks.append(asyncio.create_task(self.events.run(), name="event-recorder"))
+        if pods.node.isolated and _cgroup_version() == 1:
+            self.events.node_event(reasons.WARNING, reasons.CGROUP_V1, CGROUP_V1_WARNING)
         self.mirrors = MirrorPods(self.api, pods.manager, self._node_name, self._node_uid, pods.statuses.get,
                                   self._clock, mirrors_changed=self._mirrors_changed)
         self.status_sync = StatusSync(self.api, JoinedBoundPods(pods.manager, self.mirrors), self._clock)
@@ -110,6 +124,7 @@ class ClusterWiring:
                 self.api, facts, self._clock, boot_id=machine.boot_id, not_ready=self._not_ready,
                 images=NodeImages(pods.cri, self._clock), update_s=cfg.node_status_update_frequency.seconds,
                 report_s=cfg.node_status_report_frequency.seconds, lease_s=cfg.node_lease_duration_seconds,
+                events=self.events,
             )
             await self.controller.start()
         else:
@@ -125,6 +140,7 @@ class ClusterWiring:
         await self.readers.secrets.stop()
         await self.readers.tokens.stop()
         await self.api.close()
+        await self._events_api.close()
 
     def _poke(self, uids: Iterable[str]) -> None:
         """An object or token the pods use changed: sync them now (their volumes follow)."""
@@ -164,3 +180,9 @@ class ClusterWiring:
         reason = self._pods.pleg.unhealthy() if self._pods is not None else None
         return [reason] if reason else []
 
+
+def _cgroup_version() -> int:
+    try:
+        return detect().version
+    except (OSError, KubeletError):
+        return 0

@@ -38,6 +38,7 @@ from kubeletapi.pods.manager import PodManager
 from kubeletapi.pods.node import NodeEnv
 from kubeletapi.pods.objectcache import ObjectCache
 from kubeletapi.pods.pleg import PLEG
+from kubeletapi.pods.podevents import PodEvents, PodEventSink
 from kubeletapi.pods.pullsecrets import PullCredentials
 from kubeletapi.pods.queries import PodQueries
 from kubeletapi.pods.services import ServiceEnv
@@ -121,7 +122,7 @@ class PodWiring:
 
     def __init__(self, cfg: KubeletConfiguration, opts: NodeOptions, node_name: str, node_ip: str,
                  clock: Clock, metrics: PodMetrics, extra_sources: Sequence[tuple[str, PodSource]] = (),
-                 api: ApiReaders | None = None) -> None:
+                 api: ApiReaders | None = None, events: PodEventSink | None = None) -> None:
         isolated = _isolation()
         log_max_size = Quantity.parse(cfg.container_log_max_size).value()
         opts.root_dir.mkdir(parents=True, exist_ok=True)  # the kubelet's root directory (pods, stats' rootFs)
@@ -158,18 +159,19 @@ class PodWiring:
         self.pleg = PLEG(self.runtime, clock, metrics)
         self.statuses = StatusStore()
         self.probes = ProbeManager(self.runtime, clock, self.statuses.get, self._probe_changed,
-                                   user_agent=probe_user_agent())
+                                   user_agent=probe_user_agent(), events=events)
+        pod_events = PodEvents(events)  # without an API server: no events (NullRecorder)
         images = ImageManager(self.runtime, clock, serialize=cfg.serialize_image_pulls,
                               max_parallel=cfg.max_parallel_image_pulls,
                               credentials=PullCredentials(api.secrets) if api is not None else None)
         volumes = PodVolumes(self.node, api=self._api_volumes(api, clock))
         self._syncer = syncer = PodSyncer(self.runtime, self.node, clock, Backoff(clock), volumes,
                                           self.pleg, self.statuses, metrics, self.probes, images,
-                                          self._env(api))
+                                          self._env(api), pod_events)
         self.sources = [*self._sources(cfg, node_name, clock), *extra_sources]
         self.manager = PodManager(syncer, self.pleg, self.statuses, clock, cfg.max_pods,
                                   [name for name, _ in self.sources], metrics, LogGC(self.node.pod_logs_dir, clock),
-                                  self.probes)
+                                  self.probes, pod_events)
         self.queries = PodQueries(self.manager, self.pleg.cache)
         self.access = ContainerAccess(self.queries, self.runtime, clock)
         self.inventory = PodInventory(self.pleg.cache, self.manager, self.node, runtime_pids,

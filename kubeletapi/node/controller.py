@@ -4,7 +4,8 @@ Every nodeStatusUpdateFrequency the status is computed; it is patched only when 
 (ignoring heartbeat times) or nodeStatusReportFrequency has passed since the last patch, the
 lease carrying the heartbeat in between (the kubelet's tryUpdateNodeStatus with NodeLease). The
 status last sent is the base of the comparison, so a steady node sends one lease update per 10 s
-and a status patch per 5 min, and no GET of its Node.
+and a status patch per 5 min, and no GET of its Node. The events of the conditions' changes
+(nodeevents.py) are recorded against the conditions the Node last had.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from kubeletapi.errors import KubeletError
 from kubeletapi.node import status as st
 from kubeletapi.node.facts import NodeFacts
 from kubeletapi.node.lease import LeaseApi, LeaseRenewer
+from kubeletapi.node.nodeevents import NodeEvents, condition_events, reboot_event
 from kubeletapi.node.registration import NodeApi, register
 
 log = logging.getLogger(__name__)
@@ -36,7 +38,7 @@ class NodeController:
     def __init__(self, api: Api, facts: NodeFacts, clock: Clock, *, boot_id: str,
                  not_ready: Callable[[], Sequence[str]], images: Callable[[], Awaitable[Sequence[Json]]],
                  pressure: Callable[[], st.Pressure] = st.Pressure, update_s: float = 10.0,
-                 report_s: float = 300.0, lease_s: int = 40) -> None:
+                 report_s: float = 300.0, lease_s: int = 40, events: NodeEvents | None = None) -> None:
         self._api = api
         self.facts = facts
         self._clock = clock
@@ -47,6 +49,8 @@ class NodeController:
         self._update_s = update_s
         self._report_s = report_s
         self._lease_s = lease_s
+        self._events = events
+        self._conditions: list[Json] = []  # the Node's conditions as last sent (or registered)
         self._sent: Json | None = None  # the status last accepted by the API server
         self._sent_at = float("-inf")
         self._tasks: list[asyncio.Task[None]] = []
@@ -65,10 +69,13 @@ class NodeController:
 
         def initial() -> Json:
             first[:] = [self._status(None, [])]
+            self._record(condition_events(self.facts.name, [], first[0]["conditions"]))
             return first[0]
 
         node, created = await register(self._api, self.facts, initial, self._clock)
         self.uid = str((node.get("metadata") or {}).get("uid", ""))
+        self._conditions = list((node.get("status") or {}).get("conditions") or [])
+        self._record([e for e in [reboot_event(self.facts.name, node, self._boot_id)] if e is not None])
         # A node it created carries the status just computed; one registered before is patched next.
         self._sent = first[0] if created else None
         self._sent_at = self._clock.monotonic()
@@ -91,10 +98,17 @@ class NodeController:
         """Compute the status; patch it when it changed or a report is due. True when patched."""
         images = await self._images()
         status = self._status(self._sent, images)
+        self._record(condition_events(self.facts.name, self._conditions, status["conditions"]))
         due = self._clock.monotonic() - self._sent_at >= self._report_s
         if not due and not st.changed(self._sent, status):
             return False
         await self._api.patch(f"/api/v1/nodes/{self.facts.name}/status", st.status_patch(self._sent, status))
         self._sent = status  # the fields this node owns, as it sent them (the base of the next comparison)
         self._sent_at = self._clock.monotonic()
+        self._conditions = status["conditions"]
         return True
+
+    def _record(self, events: Sequence[tuple[str, str, str]]) -> None:
+        if self._events is not None:
+            for event_type, reason, message in events:
+                self._events.node_event(event_type, reason, message)

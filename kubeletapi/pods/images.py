@@ -19,6 +19,13 @@ evalCRIPullErr), serialized_image_puller.go and parallel_image_puller.go:
 - With the pod's imagePullSecrets (apiserver mode), the pull is tried with each credential that
   matches the image (pods.pullsecrets), the first success wins, and every failure is reported
   together; with no match, without credentials (kuberuntime PullImage).
+- Events (logIt, to the container's reference, when the caller gives a way to report): Pulled
+  `Container image "x" already present on machine`; Pulling `Pulling image "x"`; Pulled
+  `Successfully pulled image "x" in 1.2s (1.5s including waiting). Image size: N bytes.` (the
+  pull then the size asked of the runtime, then the same counting the wait for a slot; Go's
+  durations cut to the millisecond); Warning Failed `Failed to pull image "x": <error>`; Normal
+  BackOff `Back-off pulling image "x"`; Warning InspectFailed and ErrImageNeverPull with the
+  waiting message.
 """
 
 from __future__ import annotations
@@ -30,7 +37,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from kubeletapi.clock import Clock
+from kubeletapi.config.durations import Duration
 from kubeletapi.errors import KubeletError, Unavailable
+from kubeletapi.events import reasons
 from kubeletapi.pods.backoff import Backoff
 from kubeletapi.pods.manifest.defaults import image_tag
 from kubeletapi.runtime.types import AuthConfig, Image, SandboxConfig
@@ -63,6 +72,16 @@ class Credentials(Protocol):
     """Registry credentials from a pod's imagePullSecrets (pods.pullsecrets.PullCredentials)."""
 
     async def credentials(self, namespace: str, secret_names: Sequence[str], image: str) -> list[AuthConfig]: ...
+
+
+class ImageEvents(Protocol):
+    """Reports an event about the container whose image this is (the syncer binds it)."""
+
+    def __call__(self, event_type: str, reason: str, message: str) -> None: ...
+
+
+def _no_events(event_type: str, reason: str, message: str) -> None:
+    pass
 
 
 @dataclass(frozen=True)
@@ -105,11 +124,12 @@ class ImageManager:
 
     async def ensure(
         self, pod_uid: str, image: str, policy: str, sandbox: SandboxConfig | None = None,
-        pull_secrets: Sequence[str] = (),
+        pull_secrets: Sequence[str] = (), events: ImageEvents | None = None,
     ) -> ImageResult:
         """The image for a container of pod `pod_uid` (`pull_secrets`: the names of its
         imagePullSecrets, in the sandbox's namespace)."""
         spec_image = with_default_tag(image)
+        report = events or _no_events
         if policy in ("IfNotPresent", "Never"):  # Always (and an undefaulted "") skip the check
             try:
                 present = await self._images.image_status(spec_image)
@@ -118,41 +138,51 @@ class ImageManager:
                 # spec's image says more.
                 message = f"Failed to inspect image {_quote(image)}: {exc}"
                 log.warning("%s", message)
+                report(reasons.WARNING, reasons.INSPECT_FAILED, message)
                 return ImageResult(reason=IMAGE_INSPECT_ERROR, message=message)
             if present is not None:
+                report(reasons.NORMAL, reasons.PULLED, f"Container image {_quote(image)} already present on machine")
                 return ImageResult(ref=present.ref or present.id)
             if policy == "Never":
                 message = f"Container image {_quote(image)} is not present with pull policy of Never"
                 log.warning("%s", message)
+                report(reasons.WARNING, reasons.ERR_IMAGE_NEVER_PULL, message)
                 return ImageResult(reason=ERR_IMAGE_NEVER_PULL, message=message)
-        return await self._pull(f"{pod_uid}_{image}", image, spec_image, sandbox, pull_secrets)
+        return await self._pull(f"{pod_uid}_{image}", image, spec_image, sandbox, pull_secrets, events)
 
     async def _pull(self, key: str, image: str, spec_image: str, sandbox: SandboxConfig | None,
-                    pull_secrets: Sequence[str]) -> ImageResult:
+                    pull_secrets: Sequence[str], events: ImageEvents | None) -> ImageResult:
+        report = events or _no_events
         failed_at = self._failed_at.get(key)
         if failed_at is not None and (remaining := self._backoff.remaining(key, failed_at)) > 0:
             message = f"Back-off pulling image {_quote(image)}"
+            report(reasons.NORMAL, reasons.BACK_OFF, message)
             if key in self._last_error:
                 message += f": {self._last_error[key]}"
             return ImageResult(reason=IMAGE_PULL_BACKOFF, message=message, retry_s=remaining)
         self._last_error.pop(key, None)
         log.info("Pulling image %s", _quote(image))
+        report(reasons.NORMAL, reasons.PULLING, f"Pulling image {_quote(image)}")
         began = self._clock.monotonic()
         try:
             auths = await self._auths(spec_image, sandbox, pull_secrets)
             if self._slots is None:
-                ref = await self._pull_with(spec_image, sandbox, auths)
+                ref, pulled_in, size = await self._pull_once(spec_image, sandbox, auths, events is not None)
             else:
                 async with self._slots:
-                    ref = await self._pull_with(spec_image, sandbox, auths)
+                    ref, pulled_in, size = await self._pull_once(spec_image, sandbox, auths, events is not None)
         except KubeletError as exc:
             log.warning("Failed to pull image %s: %s", _quote(image), exc)
+            report(reasons.WARNING, reasons.FAILED, f"Failed to pull image {_quote(image)}: {exc}")
             self._backoff.next(key)
             self._failed_at[key] = self._clock.now()
             reason, message = _pull_error(image, str(exc))
             self._last_error[key] = f"{reason}: {message}"
             return ImageResult(reason=reason, message=message, retry_s=self._backoff.current(key))
-        log.info("Successfully pulled image %s in %.3fs", _quote(image), self._clock.monotonic() - began)
+        waited = self._clock.monotonic() - began
+        log.info("Successfully pulled image %s in %.3fs", _quote(image), waited)
+        report(reasons.NORMAL, reasons.PULLED, f"Successfully pulled image {_quote(image)} in {_ms(pulled_in)} "
+                                               f"({_ms(waited)} including waiting). Image size: {size} bytes.")
         return ImageResult(ref=ref)
 
     async def _auths(self, image: str, sandbox: SandboxConfig | None,
@@ -176,6 +206,21 @@ class ImageManager:
             raise errors[0]
         raise Unavailable("[" + ", ".join(str(e) for e in errors) + "]")
 
+    async def _pull_once(self, spec_image: str, sandbox: SandboxConfig | None, auths: Sequence[AuthConfig],
+                         sized: bool) -> tuple[str, float, int]:
+        """Pull; the reference, the seconds it took and (`sized`) the image's size, asked of the
+        runtime afterwards at best effort, within those seconds (the kubelet's pullers)."""
+        began = self._clock.monotonic()
+        ref = await self._pull_with(spec_image, sandbox, auths)
+        size = 0
+        if sized and ref:
+            try:
+                image = await self._images.image_status(spec_image)
+            except KubeletError:
+                image = None
+            size = image.size if image is not None else 0
+        return ref, self._clock.monotonic() - began, size
+
     def forget(self, pod_uid: str) -> None:
         """Drop a removed pod's back-off entries (their keys start with its uid)."""
         prefix = f"{pod_uid}_"
@@ -197,6 +242,11 @@ def _pull_error(image: str, error: str) -> tuple[str, str]:
         if error.startswith(reason):
             return reason, f"image pull failed for {image} because {why}{error.removeprefix(reason)}"
     return ERR_IMAGE_PULL, error
+
+
+def _ms(seconds: float) -> str:
+    """A time.Duration truncated to the millisecond, as Go prints it."""
+    return str(Duration(int(seconds * 1000) * 1_000_000))
 
 
 def _quote(text: str) -> str:

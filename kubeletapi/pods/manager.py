@@ -7,7 +7,8 @@
   the runtime already runs (re-adopted after a restart), then the others in source and file
   order; so a duplicate never displaces a running pod. Beyond maxPods a pod is rejected like the
   kubelet (phase Failed, reason OutOfpods). Every rejection is kept (with its reason) for
-  GET /manifests, logged once with the rejected manifest named, and counted.
+  GET /manifests, logged once with the rejected manifest named, and counted. A pod refused
+  (OutOfpods; an API pod this node cannot decode) gets a Warning event saying why, once.
 - API pods (source "api") change in place (same UID, a new resourceVersion): the worker syncs
   the new version. A deleted one (deletionTimestamp) is killed with its deletionGracePeriodSeconds
   and then kept, with its final status, until the API server forgets it (bound_pods() tells the
@@ -36,9 +37,10 @@ from kubeletapi.cm.qos import qos_class
 from kubeletapi.pods.apistatus import BoundPod
 from kubeletapi.pods.loggc import LogGC
 from kubeletapi.pods.pleg import PLEG
+from kubeletapi.pods.podevents import PodEvents
 from kubeletapi.pods.sources import ManifestResult, MirrorPod, PodUpdate
 from kubeletapi.pods.static import is_static
-from kubeletapi.pods.status import rejected_status
+from kubeletapi.pods.status import REJECTED_PREFIX, rejected_status
 from kubeletapi.pods.statusstore import StatusStore
 from kubeletapi.pods.sync import PodSyncer
 from kubeletapi.pods.workers import PodWorkers
@@ -94,6 +96,7 @@ class PodManager:
         observer: ManagerObserver | None = None,
         log_gc: LogGC | None = None,
         probes: ProbeWorkers | None = None,
+        events: PodEvents | None = None,
     ) -> None:
         self._syncer = syncer
         self._pleg = pleg
@@ -114,6 +117,8 @@ class PodManager:
         self._orphans_killing: set[str] = set()
         self._log_gc = log_gc
         self._probes = probes
+        self._events = events or PodEvents()
+        self._refused: set[str] = set()  # uids of API pods refused (their event is posted)
         self._ticks = 0
         self._listeners: list[Callable[[], None]] = []
 
@@ -123,6 +128,11 @@ class PodManager:
         if update.source == API_SOURCE:
             refused = {r.api.uid for r in update.results if r.api is not None}
             self._refusals = {uid: s for uid, s in self._refusals.items() if uid in refused}
+            for r in update.results:
+                if r.api is not None and r.api.uid not in self._refused:
+                    meta = ObjectMeta(name=r.api.name, namespace=r.api.namespace, uid=r.api.uid)
+                    self._events.rejected(Pod(metadata=meta), REFUSED, r.error)
+            self._refused = refused
         self._pending_sources.discard(update.source)
         self._reconcile()
         self._changed()
@@ -151,6 +161,9 @@ class PodManager:
                 self._start(uid, pod)
             elif pod is not self._desired[uid] and uid not in self._killing:
                 self._workers.update(uid, pod)  # an API pod's new version
+        for uid, pod in rejected.items():
+            if uid not in self._rejected:  # the event has the message without the status's prefix
+                self._events.rejected(pod, pod.status.reason, pod.status.message.removeprefix(REJECTED_PREFIX))
         self._desired = admitted
         self._rejected = rejected
         self._manifests = records

@@ -271,8 +271,11 @@ def terminated(pod: Pod, status: PodStatus) -> PodStatus:
     return status
 
 
+REJECTED_PREFIX = "Pod was rejected: "
+
+
 def rejected_status(reason: str, message: str, now: dt.datetime, qos: str = "") -> PodStatus:
     """The status of a pod refused at admission (e.g. OutOfpods): Failed, never started (the
     kubelet's rejectPod prefixes the message)."""
-    return PodStatus(phase="Failed", reason=reason, message=f"Pod was rejected: {message}",
+    return PodStatus(phase="Failed", reason=reason, message=f"{REJECTED_PREFIX}{message}",
                      start_time=now.replace(microsecond=0), qos_class=qos)

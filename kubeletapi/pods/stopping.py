@@ -5,6 +5,9 @@ The grace period is the deleted pod's deletionGracePeriodSeconds, else its
 terminationGracePeriodSeconds (30 s when unset), or a probe's own when a failed liveness or
 startup probe stops the container; never under 2 s (the kubelet's
 minimumGracePeriodInSeconds).
+
+Events (killContainer): Killing first, with why the kubelet stops it (`kill_message`; `Stopping
+container <name>` by default), then FailedPreStopHook if the hook fails.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Protocol
 from kubeletapi.api.core_v1 import Container, Pod
 from kubeletapi.clock import Clock
 from kubeletapi.pods.lifecycle import run_hook
+from kubeletapi.pods.podevents import PodEvents
 from kubeletapi.runtime import types as rt
 
 log = logging.getLogger(__name__)
@@ -43,20 +47,23 @@ def grace_period(pod: Pod, override: int | None = None) -> float:
 
 
 class ContainerStopper:
-    def __init__(self, runtime: StopRuntime, clock: Clock, node_ip: str) -> None:
+    def __init__(self, runtime: StopRuntime, clock: Clock, node_ip: str, events: PodEvents | None = None) -> None:
         self._runtime = runtime
         self._clock = clock
         self._node_ip = node_ip
+        self._events = events or PodEvents()
 
     async def stop(self, pod: Pod, container: Container | None, status: rt.ContainerStatus, why: str,
-                   grace_override: int | None = None) -> None:
+                   grace_override: int | None = None, kill_message: str = "") -> None:
         """preStop (with the grace period), then SIGTERM and SIGKILL at the deadline."""
         grace = grace_period(pod, grace_override)
         deadline = self._clock.monotonic() + grace
+        self._events.killing(pod, container or Container(name=status.name), kill_message, status.id)
         hook = container.lifecycle.pre_stop if container is not None and container.lifecycle else None
         if hook is not None and container is not None:
             error = await run_hook(hook, self._runtime, status.id, container, self._node_ip, grace)
             if error is not None:
                 log.warning("preStop hook of %s/%s failed: %s", pod.metadata.name, container.name, error)
+                self._events.pre_stop_failed(pod, container)
         log.info("stopping container %s of pod %s (%s)", status.name, pod.metadata.name, why)
         await self._runtime.stop_container(status.id, max(deadline - self._clock.monotonic(), 0.0))

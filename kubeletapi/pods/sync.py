@@ -15,6 +15,7 @@ The pod's QoS class and resources are computed once per sync (cm.resources.pod_r
 kill: stop every running container (stopping.py: preStop, SIGTERM, SIGKILL at the grace period's
 end; in parallel), write the pod's final status (terminal for an API pod), then remove
 containers, sandbox, cgroups and volumes; logs stay for the log GC.
+Events are the kubelet's, at the points kuberuntime records them (podevents.py).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from kubeletapi.pods.images import ImageManager
 from kubeletapi.pods.lifecycle import run_hook
 from kubeletapi.pods.node import NodeEnv
 from kubeletapi.pods.podcache import PodRecord
+from kubeletapi.pods.podevents import PodEvents
 from kubeletapi.pods.podrefs import pull_secret_names
 from kubeletapi.pods.static import is_static
 from kubeletapi.pods.status import CONTAINER_ID_SCHEME, ContainerProbes, PodView, ProbeView, pod_status
@@ -131,6 +133,7 @@ class PodSyncer:
         probes: Probes | None = None,
         images: ImageManager | None = None,
         env: EnvSource | None = None,
+        events: PodEvents | None = None,
     ) -> None:
         self._runtime = runtime
         self._node = node
@@ -143,7 +146,8 @@ class PodSyncer:
         self._probes = probes
         self._images = images if images is not None else ImageManager(runtime, clock)
         self._env = env if env is not None else EnvResolver(node)
-        self._stopper = ContainerStopper(runtime, clock, node.node_ip)
+        self._events = events or PodEvents()
+        self._stopper = ContainerStopper(runtime, clock, node.node_ip, self._events)
         self._pods: dict[str, _PodState] = {}
         # The scheme of container ids in statuses: the runtime's name (containerd://<id>), set by
         # the wiring once the runtime has answered Version.
@@ -183,6 +187,7 @@ class PodSyncer:
         try:
             volumes = await self._volumes.setup(pod)
         except VolumeError as exc:  # FailedMount: the pod waits, retried after the volume's back-off
+            self._events.failed_mount(pod, exc)
             self._wait_all(pod, state, "ContainerCreating", str(exc))
             return exc.retry_s if exc.retry_s is not None else CONFIG_RETRY_S
         sandbox_attempt = ready[0].meta.attempt if ready else len(sandboxes)
@@ -191,7 +196,9 @@ class PodSyncer:
             ctx.sandbox_id = ready[0].id
         else:
             state.changing = True
-            ctx.sandbox_id = await self._runtime.run_pod_sandbox(ctx.sandbox)
+            if sandboxes:
+                self._events.sandbox_changed(pod)
+            ctx.sandbox_id = await self._run_sandbox(ctx)
             state.start_time = state.start_time or self._now()
             if self._observer is not None:
                 self._observer.pod_started(True, len(pod.spec.all_containers()))
@@ -201,6 +208,14 @@ class PodSyncer:
             requeue = _earliest(requeue, await self._sync_app(ctx))
         await self._gc_instances(view, state)
         return requeue
+
+    async def _run_sandbox(self, ctx: _SyncContext) -> str:
+        try:
+            return await self._runtime.run_pod_sandbox(ctx.sandbox)
+        except KubeletError as exc:
+            if not isinstance(exc, Unavailable):  # a runtime that is down is no pod's failure
+                self._events.sandbox_failed(ctx.pod, exc)
+            raise
 
     async def _sync_init(self, ctx: _SyncContext) -> float | None:
         policy = ctx.pod.spec.restart_policy or "Always"
@@ -229,7 +244,8 @@ class PodSyncer:
                 if latest.annotations.get(rt.CONTAINER_HASH) != container_hash(container):
                     log.info("container %s of pod %s changed: restarting it", container.name, ctx.pod.metadata.name)
                     ctx.state.changing = True
-                    await self._stopper.stop(ctx.pod, container, latest, "the container spec changed")
+                    await self._stopper.stop(ctx.pod, container, latest, "the container spec changed", kill_message=(
+                        f"Container {container.name} definition changed, will be restarted"))
                     requeue = _earliest(requeue, await self._start(ctx, container, latest.attempt + 1, "app"))
                 elif (failed := self._probe_failure(ctx.pod, container, latest)) is not None:
                     requeue = _earliest(requeue, await self._kill_unhealthy(ctx, container, latest, *failed))
@@ -255,13 +271,14 @@ class PodSyncer:
         message = f"Container {container.name} failed {kind} probe"
         if restart:
             message += ", will be restarted"
+        kill_message = message  # the Killing event's (without the output)
         if output.strip():
             message += f": {_capped(output.strip())}"
         probe = container.liveness_probe if kind == "liveness" else container.startup_probe
         override = probe.termination_grace_period_seconds if probe is not None else None
         ctx.state.killed[latest.id] = (UNHEALTHY, message)
         ctx.state.changing = True
-        await self._stopper.stop(ctx.pod, container, latest, message, override)
+        await self._stopper.stop(ctx.pod, container, latest, message, override, kill_message)
         if not restart:
             return None
         try:
@@ -284,14 +301,17 @@ class PodSyncer:
                 f"back-off {current} restarting failed container={container.name} "
                 f"pod={meta.name}_{meta.namespace}({meta.uid})",
             )
+            self._events.back_off(ctx.pod, container)
             return remaining
         self._backoff.next(key)
         return await self._start(ctx, container, latest.attempt + 1, kind)
 
     async def _start(self, ctx: _SyncContext, container: Container, attempt: int, kind: str) -> float | None:
         image = await self._images.ensure(ctx.pod.metadata.uid, container.image, container.image_pull_policy,
-                                          ctx.sandbox, pull_secret_names(ctx.pod))
+                                          ctx.sandbox, pull_secret_names(ctx.pod),
+                                          events=self._events.image(ctx.pod, container))
         if not image.ok:  # ErrImagePull, ImagePullBackOff...: retry when the back-off ends
+            self._events.failed(ctx.pod, container, image.reason)
             ctx.state.waiting[container.name] = (image.reason, image.message)
             return image.retry_s if image.retry_s is not None else CONFIG_RETRY_S
         try:
@@ -301,11 +321,14 @@ class PodSyncer:
             ctx.state.changing = True
             container_id = await self._runtime.create_container(ctx.sandbox_id, config)
         except InvalidInput as exc:
+            self._events.failed(ctx.pod, container, str(exc))
             ctx.state.waiting[container.name] = ("CreateContainerConfigError", str(exc))
             return CONFIG_RETRY_S
         except KubeletError as exc:
+            self._events.failed(ctx.pod, container, str(exc))
             ctx.state.waiting[container.name] = ("CreateContainerError", str(exc))
             return CONFIG_RETRY_S
+        self._events.created(ctx.pod, container)
         return await self._start_created(ctx, container, container_id, kind)
 
     async def _start_existing(
@@ -320,8 +343,10 @@ class PodSyncer:
         try:
             await self._runtime.start_container(container_id)
         except KubeletError as exc:
+            self._events.failed(ctx.pod, container, str(exc), container_id)
             ctx.state.waiting[container.name] = ("RunContainerError", str(exc))
             return CONFIG_RETRY_S
+        self._events.started(ctx.pod, container)
         if self._observer is not None:
             self._observer.container_started("init_container" if kind == "init" else "container")
         hook = container.lifecycle.post_start if container.lifecycle else None
@@ -329,6 +354,8 @@ class PodSyncer:
             error = await run_hook(hook, self._runtime, container_id, container, self._node.node_ip, HOOK_TIMEOUT_S)
             if error is not None:
                 log.warning("postStart hook of %s/%s failed: %s", ctx.pod.metadata.name, container.name, error)
+                self._events.post_start_failed(ctx.pod, container)
+                self._events.killing(ctx.pod, container, "FailedPostStartHook")
                 await self._runtime.stop_container(container_id, grace_period(ctx.pod))
         return None
 

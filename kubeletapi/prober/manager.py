@@ -28,7 +28,7 @@ from kubeletapi.api.core_v1 import Pod
 from kubeletapi.clock import Clock
 from kubeletapi.prober.handlers import EXEC_SLOTS, Executor, ProbeRunner
 from kubeletapi.prober.results import ProbeKey, ProbeObserver, ProbeType, Result, ResultsCache
-from kubeletapi.prober.worker import Runner, StatusSource, Worker
+from kubeletapi.prober.worker import ProbeEvents, Runner, StatusSource, Worker
 
 log = logging.getLogger(__name__)
 STOP_WAIT_S = 2.0
@@ -48,8 +48,10 @@ class ProbeManager:
         exec_slots: int = EXEC_SLOTS,
         runner: Runner | None = None,
         rng: random.Random | None = None,
+        events: ProbeEvents | None = None,
     ) -> None:
         self._clock = clock
+        self._events = events
         self._status = status
         self._on_change = on_change
         self._runner: Runner = runner or ProbeRunner(executor, user_agent, exec_slots)
@@ -78,7 +80,7 @@ class ProbeManager:
                 key = ProbeKey(meta.uid, meta.namespace, meta.name, container.name, probe_type)
                 worker = Worker(key, pod, container, probe, runner=self._runner, results=self._results[probe_type],
                                 status=self._status, clock=self._clock, rng=self._rng, observers=self._observers,
-                                on_exit=self._worker_exited)
+                                on_exit=self._worker_exited, events=self._events)
                 self._workers[wkey] = worker
                 worker.start()
 

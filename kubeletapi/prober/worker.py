@@ -17,6 +17,11 @@ Each run (the kubelet's doProbe) reads the pod's latest published status:
   readiness wait until the container is `started`, the startup probe stops once it is;
 - then the handler runs; an errored run is thrown away; the result is stored only after
   successThreshold / failureThreshold identical results in a row.
+
+Every run reports as prober.probe does, to the container's reference: a failure is a Warning
+Unhealthy `<Type> probe failed: <output>` (each run, before any threshold), an errored run
+Unhealthy `<Type> probe errored and resulted in unknown state: <error>`, a success with a
+warning ProbeWarning `<Type> probe warning: <output>`.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from typing import Protocol
 
 from kubeletapi.api.core_v1 import Container, ContainerStatus, Pod, PodStatus, Probe
 from kubeletapi.clock import Clock
+from kubeletapi.events import reasons
+from kubeletapi.events.recorder import NullRecorder
 from kubeletapi.prober.results import (
     INITIAL,
     Outcome,
@@ -54,6 +61,14 @@ class Runner(Protocol):
 
 
 StatusSource = Callable[[str], PodStatus | None]
+# pkg/probe's Result strings, as the errored-run event spells them
+_PROBE_RESULT = {Result.SUCCESS: "success", Result.FAILURE: "failure", Result.UNKNOWN: "unknown"}
+
+
+class ProbeEvents(Protocol):
+    """Where probe runs are reported (the event recorder)."""
+
+    def container_event(self, pod: Pod, container: Container, event_type: str, reason: str, message: str) -> None: ...
 
 
 def next_tick(scheduled: float, period: float, now: float) -> float:
@@ -84,8 +99,11 @@ class Worker:
         rng: random.Random,
         observers: Sequence[ProbeObserver],
         on_exit: Callable[[Worker], None],
+        events: ProbeEvents | None = None,
     ) -> None:
         self.key = key
+        self._pod = pod
+        self._events: ProbeEvents = events or NullRecorder()
         self.period = float(probe.period_seconds or DEFAULT_PERIOD_S)
         self._pod_policy = pod.spec.restart_policy or "Always"
         self._container = container
@@ -235,6 +253,7 @@ class Worker:
         key = self.key
         if self._stopping:
             return False  # the pod went while this run was in flight: nothing to report
+        self._report(outcome)
         if outcome.error is not None:
             log.debug("%s probe of %s/%s:%s errored (result thrown away): %s", key.probe_type.value,
                       key.namespace, key.pod, key.container, outcome.error)
@@ -249,6 +268,19 @@ class Worker:
             observer.probe_finished(record)
         self._record(cid, outcome)
         return True
+
+    def _report(self, outcome: Outcome) -> None:
+        kind = self.key.probe_type.value
+        if outcome.error is not None:
+            reason = reasons.UNHEALTHY
+            message = f"{kind} probe errored and resulted in {_PROBE_RESULT[outcome.result]} state: {outcome.error}"
+        elif outcome.result is Result.FAILURE:
+            reason, message = reasons.UNHEALTHY, f"{kind} probe failed: {outcome.output}"
+        elif outcome.warning:
+            reason, message = reasons.PROBE_WARNING, f"{kind} probe warning: {outcome.output}"
+        else:
+            return
+        self._events.container_event(self._pod, self._container, reasons.WARNING, reason, message)
 
     def _record(self, cid: str, outcome: Outcome) -> None:
         result = outcome.result

@@ -1,0 +1,86 @@
+"""kubeletapi_events_*: what became of the events the node recorded, read at scrape time.
+
+The recorder keeps plain counts (events.recorder.EventCounts); this collector reads them through
+the narrow protocol below, per scrape, from a table of specs. Only a node with an API server has
+a recorder that posts, so only its /metrics has these families.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Protocol
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from kubeletapi.metrics.spec import MetricSpec
+
+log = logging.getLogger(__name__)
+
+
+class EventCounts(Protocol):
+    @property
+    def sent(self) -> int: ...
+    @property
+    def filtered(self) -> int: ...
+    @property
+    def dropped_queue_full(self) -> int: ...
+    @property
+    def dropped_retries(self) -> int: ...
+    @property
+    def dropped_rejected(self) -> int: ...
+    @property
+    def queued(self) -> int: ...
+
+
+SENT = MetricSpec("kubeletapi_events_sent_total", "Events the node created or updated in the API server.", "counter")
+DROPPED = MetricSpec(
+    "kubeletapi_events_dropped_total",
+    "Events the node recorded but did not post: spam_filter (too many about one object, as the "
+    "kubelet's recorder limits them), queue_full (1000 waiting already), retries (the API server "
+    "could not be reached in 12 tries) or rejected (the API server refused them).", "counter", ("reason",),
+)
+QUEUED = MetricSpec("kubeletapi_events_queued", "Events waiting to be posted.", "gauge")
+
+TABLE: list[tuple[MetricSpec, tuple[str, ...], Callable[[EventCounts], int]]] = [
+    (SENT, (), lambda c: c.sent),
+    (DROPPED, ("spam_filter",), lambda c: c.filtered),
+    (DROPPED, ("queue_full",), lambda c: c.dropped_queue_full),
+    (DROPPED, ("retries",), lambda c: c.dropped_retries),
+    (DROPPED, ("rejected",), lambda c: c.dropped_rejected),
+    (QUEUED, (), lambda c: c.queued),
+]
+
+
+class EventsCollector(Collector):
+    """The kubeletapi_events_* families from `counts()`, read once per scrape; never raises."""
+
+    def __init__(self, counts: Callable[[], EventCounts]) -> None:
+        self._counts = counts
+
+    def describe(self) -> list[Metric]:
+        return list(_families().values())
+
+    def collect(self) -> list[Metric]:
+        families = _families()
+        try:
+            counts = self._counts()
+        except Exception:  # a scrape must never fail
+            log.exception("event metrics: reading the counts failed")
+            return []
+        for spec, labels, value in TABLE:
+            families[spec.name].add_metric(labels, value(counts))
+        return list(families.values())
+
+
+def _families() -> dict[str, CounterMetricFamily | GaugeMetricFamily]:
+    out: dict[str, CounterMetricFamily | GaugeMetricFamily] = {}
+    for spec, _, _ in TABLE:
+        if spec.name not in out:
+            if spec.kind == "counter":  # the family's name drops _total; its sample keeps it
+                out[spec.name] = CounterMetricFamily(spec.name.removesuffix("_total"), spec.documentation,
+                                                     labels=spec.labels)
+            else:
+                out[spec.name] = GaugeMetricFamily(spec.name, spec.documentation, labels=spec.labels)
+    return out
