@@ -50,7 +50,7 @@ from kubeletapi.pods.payloads import (
 )
 from kubeletapi.pods.podrefs import configmap_names, secret_names
 from kubeletapi.pods.tokens import TokenSpec
-from kubeletapi.pods.volumes import VolumeError
+from kubeletapi.pods.volumes import VolumeError, setup_failed
 from kubeletapi.runtime.types import Mount
 
 Json = dict[str, Any]
@@ -124,7 +124,7 @@ class ApiVolumes:
             await asyncio.to_thread(self._write, path, payload, kind in ON_TMPFS)
         except (KubeletError, OSError) as exc:
             self._backoff.next(key)
-            raise VolumeError(f'MountVolume.SetUp failed for volume "{volume.name}" : {exc}',
+            raise VolumeError(setup_failed(volume.name, str(exc)),
                               retry_s=self._backoff.current(key)) from exc
         self._backoff.forget(key)
         return Mount("", str(path), readonly=True)

@@ -16,7 +16,7 @@ replaced by the container's name (runtime errors name IDs, which would defeat co
   (Warning, every sync that finds the container backing off);
 - FailedPostStartHook / FailedPreStopHook `PostStartHook failed` / `PreStopHook failed`
   (Warning; the hook's output stays out of the event, it may hold secrets);
-- pod events: FailedMount `Unable to attach or mount volumes: <error>`, SandboxChanged `Pod
+- pod events: FailedMount `MountVolume.SetUp failed for volume "x" : <why>` (one per volume), SandboxChanged `Pod
   sandbox changed, it will be killed and re-created.`, FailedCreatePodSandBox `Failed to create
   pod sandbox: <error>`, and an admission refusal (Warning, its reason and message).
 """
@@ -24,6 +24,7 @@ replaced by the container's name (runtime errors name IDs, which would defeat co
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Protocol
 
 from kubeletapi.api.core_v1 import Container, Pod
@@ -88,8 +89,10 @@ class PodEvents:
     def pod(self, pod: Pod, event_type: str, reason: str, message: str) -> None:
         self._sink.pod_event(pod, event_type, reason, message)
 
-    def failed_mount(self, pod: Pod, error: object) -> None:
-        self.pod(pod, r.WARNING, r.FAILED_MOUNT, f"Unable to attach or mount volumes: {error}")
+    def failed_mount(self, pod: Pod, failures: Sequence[str]) -> None:
+        """One event per volume that failed (`MountVolume.SetUp failed for volume "x" : why`)."""
+        for message in failures:
+            self.pod(pod, r.WARNING, r.FAILED_MOUNT, message)
 
     def sandbox_changed(self, pod: Pod) -> None:
         self.pod(pod, r.NORMAL, r.SANDBOX_CHANGED, "Pod sandbox changed, it will be killed and re-created.")

@@ -187,7 +187,7 @@ class PodSyncer:
         try:
             volumes = await self._volumes.setup(pod)
         except VolumeError as exc:  # FailedMount: the pod waits, retried after the volume's back-off
-            self._events.failed_mount(pod, exc)
+            self._events.failed_mount(pod, exc.parts)
             self._wait_all(pod, state, "ContainerCreating", str(exc))
             return exc.retry_s if exc.retry_s is not None else CONFIG_RETRY_S
         sandbox_attempt = ready[0].meta.attempt if ready else len(sandboxes)

@@ -20,7 +20,7 @@ import os
 import shutil
 import stat
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -51,13 +51,19 @@ def empty_dir_path(node: NodeEnv, uid: str, name: str) -> Path:
 API_KINDS = ("configMap", "secret", "downwardAPI", "projected")
 
 
+def setup_failed(volume: str, why: str) -> str:
+    """A volume's FailedMount message in the kubelet's words (GenerateError)."""
+    return f'MountVolume.SetUp failed for volume "{volume}" : {why}'
+
+
 class VolumeError(InvalidInput):
     """A volume cannot be prepared: the pod waits in ContainerCreating with this message (the
     kubelet's FailedMount), and its sync runs again after `retry_s` (None: the syncer's default)."""
 
-    def __init__(self, message: str, retry_s: float | None = None) -> None:
+    def __init__(self, message: str, retry_s: float | None = None, parts: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.retry_s = retry_s
+        self.parts = tuple(parts) or (message,)  # one per failed volume: the kubelet's FailedMount events
 
 
 class ApiVolumePlugins(Protocol):
@@ -93,7 +99,8 @@ class PodVolumes:
                 failures.append(exc)
         if failures:
             retries = [f.retry_s for f in failures if f.retry_s is not None]
-            raise VolumeError("; ".join(str(f) for f in failures), min(retries) if retries else None)
+            parts = [part for f in failures for part in f.parts]
+            raise VolumeError("; ".join(parts), min(retries) if retries else None, parts)
         return mounts
 
     async def _prepare(self, pod: Pod, volume: Volume) -> Mount:
@@ -104,21 +111,18 @@ class PodVolumes:
         kinds = volume.sources()
         if kinds and kinds[0] in API_KINDS:
             if self._api is None:
-                raise VolumeError(
-                    f'volume "{volume.name}": {kinds[0]} volumes need an API server, and kubeletapi runs '
-                    "standalone (no --kubeconfig): only emptyDir and hostPath volumes can be mounted"
-                )
+                raise VolumeError(setup_failed(
+                    volume.name, f"{kinds[0]} volumes need an API server, and kubeletapi runs "
+                    "standalone (no --kubeconfig): only emptyDir and hostPath volumes can be mounted"))
             return await self._api.setup(pod, volume, kinds[0])
         named = ", ".join(kinds) or "no source"
         if self._api is not None:
-            raise VolumeError(
-                f'MountVolume.SetUp failed for volume "{volume.name}" : {named} volumes are not supported by '
-                "kubeletapi (it mounts emptyDir, hostPath, configMap, secret, downwardAPI and projected volumes)"
-            )
-        raise VolumeError(
-            f'volume "{volume.name}": {named} volumes are not supported by kubeletapi '
-            "(only emptyDir and hostPath: there is no API server or volume plugin)"
-        )
+            raise VolumeError(setup_failed(
+                volume.name, f"{named} volumes are not supported by "
+                "kubeletapi (it mounts emptyDir, hostPath, configMap, secret, downwardAPI and projected volumes)"))
+        raise VolumeError(setup_failed(
+            volume.name, f"{named} volumes are not supported by kubeletapi "
+            "(only emptyDir and hostPath: there is no API server or volume plugin)"))
 
     def _empty_dir(self, uid: str, volume: Volume) -> Mount:
         path = empty_dir_path(self._node, uid, volume.name)
@@ -127,11 +131,14 @@ class PodVolumes:
         assert volume.empty_dir is not None
         if volume.empty_dir.medium == "Memory":
             if not self._node.isolated:
-                raise VolumeError(f'volume "{volume.name}": emptyDir medium Memory needs kubeletapi to run as root')
+                raise VolumeError(setup_failed(volume.name, 'emptyDir medium Memory needs kubeletapi to run as root'))
             if not os.path.ismount(path):
                 size = volume.empty_dir.size_limit
                 options = f"mode=0777,size={size.value()}" if size is not None else "mode=0777"
-                self._run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)])
+                try:
+                    self._run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)])
+                except VolumeError as exc:
+                    raise VolumeError(setup_failed(volume.name, str(exc))) from exc
         return Mount("", str(path))
 
     def _host_path(self, volume: Volume) -> Mount:
@@ -147,9 +154,9 @@ class PodVolumes:
             elif kind in _HOST_PATH_CHECKS:
                 check, what = _HOST_PATH_CHECKS[kind]
                 if not path.exists() or not check(path.stat().st_mode):
-                    raise VolumeError(f'volume "{volume.name}": hostPath type check failed: {path} is not {what}')
+                    raise VolumeError(setup_failed(volume.name, f"hostPath type check failed: {path} is not {what}"))
         except OSError as exc:
-            raise VolumeError(f'volume "{volume.name}": hostPath {path}: {exc.strerror}') from exc
+            raise VolumeError(setup_failed(volume.name, f"hostPath {path}: {exc.strerror}")) from exc
         return Mount("", str(path))
 
     async def teardown(self, uid: str) -> None:

@@ -207,7 +207,8 @@ def test_a_pod_that_cannot_run_gets_a_warning_saying_why(node: Node, control_pla
 
     mount = wait_for(failed_mount, timeout=20, what="a FailedMount event")
     assert mount["type"] == "Warning" and "fieldPath" not in mount["involvedObject"]
-    assert mount["message"].startswith('Unable to attach or mount volumes: volume "data"'), mount["message"]
+    assert mount["message"].startswith('MountVolume.SetUp failed for volume "data" : persistentVolumeClaim volumes'), \
+        mount["message"]
     # the node holds one pod (maxPods 1): the next one bound to it is refused at admission
     control_plane.kubectl("apply", "-f", "-", input_=_pod(namespace, "extra", {"command": ["sleep", "3600"]},
                                                           nodeName=node.name))

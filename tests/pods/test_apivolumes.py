@@ -197,7 +197,8 @@ def test_standalone_nodes_say_an_api_server_is_needed(tmp_path: Path) -> None:
     with pytest.raises(VolumeError) as caught:
         s.setup(pod(KUBE_API_ACCESS))
     assert str(caught.value) == (
-        'volume "kube-api-access-x7k2p": projected volumes need an API server, and kubeletapi runs standalone '
+        'MountVolume.SetUp failed for volume "kube-api-access-x7k2p" : projected volumes need an API server, '
+        'and kubeletapi runs standalone '
         "(no --kubeconfig): only emptyDir and hostPath volumes can be mounted")
 
 

@@ -178,16 +178,18 @@ def test_a_volume_that_cannot_be_mounted(tmp_path: Path) -> None:
     async def go() -> None:
         w = world(tmp_path)
         pod = static_pod(container("c", ["sleep", "300"]),
-                         "volumes:\n- name: data\n  persistentVolumeClaim: {claimName: nope}")
+                         "volumes:\n- name: data\n  persistentVolumeClaim: {claimName: nope}\n"
+                         "- name: drv\n  csi: {driver: x.example.com}")
         try:
             await w.syncer.sync(pod)
             await w.syncer.sync(pod)
         finally:
             await w.syncer.kill(pod)
-        mounts = [e for e in w.events.seen if e[2] == "FailedMount"]
-        assert len(mounts) == 2 and mounts[0] == mounts[1]
-        assert mounts[0][:2] == ("", "Warning")
-        assert mounts[0][3].startswith('Unable to attach or mount volumes: volume "data"')
+        mounts = [e for e in w.events.seen if e[2] == "FailedMount"]  # one per volume, on each sync
+        assert len(mounts) == 4 and mounts[:2] == mounts[2:]
+        assert mounts[0][:2] == mounts[1][:2] == ("", "Warning")
+        assert mounts[0][3].startswith('MountVolume.SetUp failed for volume "data" : persistentVolumeClaim volumes')
+        assert mounts[1][3].startswith('MountVolume.SetUp failed for volume "drv" : csi volumes')
         assert "Created" not in w.events.reasons()
 
     asyncio.run(go())
