@@ -12,3 +12,20 @@ async def cancel_and_wait(tasks: Iterable[asyncio.Task[object]] | Iterable[async
     for task in pending:
         task.cancel()
     await asyncio.gather(*pending, return_exceptions=True)
+
+
+async def wait_event(event: asyncio.Event, timeout_s: float) -> bool:
+    """Wait for `event` at most `timeout_s` seconds; whether it was set.
+
+    Not asyncio.wait_for: on Python 3.11 it runs the wait as a task of its own and returns that
+    task's result when the caller is cancelled just as the event is set, swallowing the
+    cancellation (CPython gh-86296), so a loop that waits this way could never be stopped (an
+    agent hung on shutdown while pods were being deleted). asyncio.timeout cancels the caller
+    itself and tells its own cancellation from anyone else's.
+    """
+    try:
+        async with asyncio.timeout(timeout_s):
+            await event.wait()
+    except TimeoutError:
+        return False
+    return True

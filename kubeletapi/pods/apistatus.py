@@ -19,12 +19,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kubeletapi.aio import wait_event
 from kubeletapi.api.core_v1 import PodStatus
 from kubeletapi.clock import Clock
 from kubeletapi.errors import Conflict, Forbidden, KubeletError, NotFound
@@ -116,8 +116,7 @@ class StatusSync:
         resync_at = self._clock.monotonic() + self._resync_s
         while True:
             wait = max(resync_at - self._clock.monotonic(), 0.0)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), wait)
+            await wait_event(self._wake, wait)
             self._wake.clear()
             resync = self._clock.monotonic() >= resync_at
             if resync:

@@ -23,12 +23,12 @@ pod/mirror_client.go, tryReconcileMirrorPods in kubelet.go, HandlePodCleanups in
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kubeletapi.aio import wait_event
 from kubeletapi.api.core_v1 import Pod, PodStatus
 from kubeletapi.clock import Clock
 from kubeletapi.errors import Conflict, KubeletError, NotFound, Unavailable
@@ -137,8 +137,7 @@ class MirrorPods:
         while True:
             self._wake.clear()
             await self.sync()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.next_pass_in())
+            await wait_event(self._wake, self.next_pass_in())
 
     def next_pass_in(self) -> float:
         """Seconds to the next pass unless a change comes first: the next retry, the end of an

@@ -32,6 +32,7 @@ from typing import Protocol
 import httpx
 import watchfiles
 
+from kubeletapi.aio import wait_event
 from kubeletapi.api.core_v1 import Pod, PodStatus
 from kubeletapi.clock import Clock
 from kubeletapi.errors import InvalidInput
@@ -129,8 +130,7 @@ class FileSource:
                 results = await asyncio.to_thread(self.scan)
                 if results is not None:
                     emit(PodUpdate("file", tuple(results)))
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(changed.wait(), wait)
+                await wait_event(changed, wait)
                 wait = min(wait * 2, self._period)
         finally:
             watcher.cancel()

@@ -109,7 +109,8 @@ async def grpc_probe(host: str, port: int, service: str, timeout_s: float, user_
                ("grpc.enable_retries", 0)]
     async with grpc.aio.insecure_channel(addr, options=options) as channel:
         try:
-            await asyncio.wait_for(channel.channel_ready(), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                await channel.channel_ready()
         except TimeoutError:
             return Outcome(Result.FAILURE, f'timeout: failed to connect service "{addr}" within '
                                            f"{_seconds(timeout_s)}: context deadline exceeded")

@@ -97,7 +97,8 @@ class InfluxSink:
         self._tasks.clear()
         if len(self._buffer):
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._write_batch(), FINAL_FLUSH_S)
+                async with asyncio.timeout(FINAL_FLUSH_S):
+                    await self._write_batch()
             if len(self._buffer):
                 log.warning("influxdb sink: stopping with %d points not written", len(self._buffer))
         await self._writer.close()

@@ -99,7 +99,8 @@ class Housekeeper:
         if self._runtime is None:
             return None
         try:
-            reported = await asyncio.wait_for(self._runtime.runtime_stats(), RUNTIME_STATS_TIMEOUT_S)
+            async with asyncio.timeout(RUNTIME_STATS_TIMEOUT_S):
+                reported = await self._runtime.runtime_stats()
         except (KubeletError, TimeoutError) as exc:
             if not self._runtime_failing:
                 log.warning("stats: the container runtime's stats are unavailable, using cgroups alone: %s",

@@ -266,7 +266,8 @@ class ExecSession:
                     self._fds.close(fd)
             if not self._exited.done():
                 try:
-                    await asyncio.wait_for(asyncio.shield(self._exited), KILL_WAIT_S)
+                    async with asyncio.timeout(KILL_WAIT_S):
+                        await asyncio.shield(self._exited)
                 except TimeoutError:
                     log.error("the shim %d did not exit %gs after SIGKILL", self.pid, KILL_WAIT_S)
             self._fds.close_all()

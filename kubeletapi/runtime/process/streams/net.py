@@ -19,7 +19,8 @@ async def connect(host: str, port: int, sandbox_id: str) -> tuple[asyncio.Stream
     problems = []
     for h in hosts:
         try:
-            return await asyncio.wait_for(asyncio.open_connection(h, port), CONNECT_TIMEOUT_S)
+            async with asyncio.timeout(CONNECT_TIMEOUT_S):
+                return await asyncio.open_connection(h, port)
         except TimeoutError:
             problems.append(f"{h}: timed out after {CONNECT_TIMEOUT_S:g}s")
         except OSError as exc:  # asyncio's own text names the call, not the error: use the OS's
