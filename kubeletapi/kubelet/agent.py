@@ -1,8 +1,12 @@
 """The node agent: builds every component from the configuration, runs them, implements Host.
 
-Start-up order: node identity, PKI, authenticators and authorizer, metrics registries, the pod
+Start-up order: node identity, PKI, authenticators and authorizer, metrics registries, with
+--kubeconfig the cluster wiring (its API pod source and readers go to the pod machinery), the pod
 machinery (runtime state re-adopted), apps; then every listener is bound (so a port in use fails
-before anything is served), then served, then the pod sources start.
+before anything is served), then served, then the pod sources start, then the cluster wiring
+(registration, status, lease, the API pods' watch, status sync, mirror pods, events: the node
+reports the runtime's version, so the runtime answers first). Stop runs the other way: the
+cluster wiring first, so nothing reports a pod the machinery is done with.
 """
 
 from __future__ import annotations
