@@ -7,16 +7,11 @@ protocol below, filled in by the composition root).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
-
+from kubeletapi.metrics.counts import CountsCollector
 from kubeletapi.metrics.spec import MetricSpec
-
-log = logging.getLogger(__name__)
 
 
 class SinkCounts(Protocol):
@@ -54,34 +49,8 @@ TABLE: list[tuple[MetricSpec, tuple[str, ...], Callable[[SinkCounts], int]]] = [
 ]
 
 
-class SinkCollector(Collector):
+class SinkCollector(CountsCollector[SinkCounts]):
     """The kubeletapi_influxdb_* families from `counts()`, read once per scrape; never raises."""
 
     def __init__(self, counts: Callable[[], SinkCounts]) -> None:
-        self._counts = counts
-
-    def describe(self) -> list[Metric]:
-        return list(_families().values())
-
-    def collect(self) -> list[Metric]:
-        families = _families()
-        try:
-            counts = self._counts()
-        except Exception:  # a scrape must never fail
-            log.exception("influxdb sink metrics: reading the counts failed")
-            return []
-        for spec, labels, value in TABLE:
-            families[spec.name].add_metric(labels, value(counts))
-        return list(families.values())
-
-
-def _families() -> dict[str, CounterMetricFamily | GaugeMetricFamily]:
-    out: dict[str, CounterMetricFamily | GaugeMetricFamily] = {}
-    for spec, _, _ in TABLE:
-        if spec.name not in out:
-            if spec.kind == "counter":  # the family's name drops _total; its sample keeps it
-                out[spec.name] = CounterMetricFamily(spec.name.removesuffix("_total"), spec.documentation,
-                                                     labels=spec.labels)
-            else:
-                out[spec.name] = GaugeMetricFamily(spec.name, spec.documentation, labels=spec.labels)
-    return out
+        super().__init__("influxdb sink", TABLE, counts)
