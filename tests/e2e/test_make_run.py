@@ -52,8 +52,12 @@ def test_run_script_prints_working_commands(tmp_path: Path) -> None:
         "KUBELETAPI_CGROUP_ROOT": f"/kubeletapi-test-run-{os.getpid()}",
     }
     state = ["--root-dir", str(tmp_path / "run" / "root"), "--cgroup-root", env["KUBELETAPI_CGROUP_ROOT"]]
+    # Ctrl-C as a terminal sends it. SIGINT is set back to its default in the child: a suite started
+    # in the background of a non-interactive shell (`make test &`) inherits it ignored, and bash can
+    # never trap a signal ignored at its start, so the script would not hear the Ctrl-C at all.
     proc = subprocess.Popen([str(ROOT / "scripts" / "run.sh")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, env=env, start_new_session=True)
+                            text=True, env=env, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509
     lines: list[str] = []
     try:
         lines = read_until_banner(proc)
