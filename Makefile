@@ -6,9 +6,10 @@ BIN := $(VENV)/bin
 # Debian packages the test suite and benchmarks need (installed only when running as root).
 # prometheus (promtool and a real scraper for the tests), prometheus-node-exporter (the bench peer);
 # containerd, runc and the CNI plugins (the CRI runtime under the contract suite), busybox-static and
-# umoci (its images, built locally: no registry); influxdb (the sink's end-to-end tests) and
-# docker-compose (the compose file's checks): this is the one list.
-DEB_PACKAGES := wrk curl prometheus prometheus-node-exporter containerd runc containernetworking-plugins busybox-static umoci influxdb docker-compose
+# umoci (its images, built locally: no registry); influxdb (the sink's end-to-end tests),
+# docker-compose (the compose file's checks) and docker-registry (the distribution registry v2 the
+# imagePullSecrets test runs privately on loopback, with htpasswd auth): this is the one list.
+DEB_PACKAGES := wrk curl prometheus prometheus-node-exporter containerd runc containernetworking-plugins busybox-static umoci influxdb docker-compose docker-registry
 
 # The real Kubernetes control plane the cluster tests run (tests/cluster/): built from the Go module
 # proxy by scripts/cluster-bin.sh into a cache outside the checkout, once per version.

@@ -4,8 +4,9 @@ Never the system's containerd: everything lives under one temporary work directo
 socket path stays below the 108 bytes of sun_path), the process is ours by PID and is stopped by
 that PID. The configuration carries the settings these machines need (see the project's CRI
 reference): restrict_oom_score_adj (no process may lower its oom_score_adj here), overlayfs, runc
-with cgroupfs (no systemd), the locally built pause image as sandbox image, and a streaming server
-on loopback.
+with cgroupfs (no systemd), the locally built pause image as sandbox image, a streaming server
+on loopback, and a registry hosts directory of its own (`hosts_dir`, containerd's certs.d layout:
+<host:port>/hosts.toml, read at each pull; empty unless a test adds a registry to it).
 """
 
 from __future__ import annotations
@@ -66,6 +67,9 @@ oom_score = 0
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "{work}/cni"
+
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "{work}/certs.d"
 """
 
 
@@ -81,6 +85,7 @@ class PrivateContainerd:
         self.socket = self.work / "c.sock"
         self.log_path = self.work / "containerd.log"
         self._log_level = log_level
+        self.hosts_dir = self.work / "certs.d"
         self._proc: subprocess.Popen[bytes] | None = None
         self._created_dirs = [d for d in SHIM_SOCKET_DIRS if not d.exists()]
 
@@ -93,7 +98,7 @@ class PrivateContainerd:
         return f"unix://{self.socket}"
 
     def start(self) -> None:
-        for d in ("root", "state", "opt", "cni", "runc"):
+        for d in ("root", "state", "opt", "cni", "runc", "certs.d"):
             (self.work / d).mkdir(exist_ok=True)  # a restart keeps everything
         config = self.work / "config.toml"
         config.write_text(_CONFIG.format(work=self.work, socket=self.socket, log_level=self._log_level))
@@ -130,6 +135,20 @@ class PrivateContainerd:
         result = self._ctr("-n", "k8s.io", "images", "tag", "--force", source, target)
         if result.returncode != 0:
             raise RuntimeError(f"ctr images tag {source} {target} failed: {result.stderr.decode().strip()}")
+
+    def push(self, ref: str, user: str) -> None:
+        """Push a local image to its registry as `user` ("name:password"), trusting what the
+        registry's hosts.toml in `hosts_dir` says (its CA)."""
+        result = self._ctr("-n", "k8s.io", "images", "push", "--hosts-dir", str(self.hosts_dir), "--user", user,
+                           ref)
+        if result.returncode != 0:
+            raise RuntimeError(f"ctr images push {ref} failed: {result.stderr.decode().strip()}")
+
+    def remove_image(self, ref: str) -> None:
+        """Forget an image name (its content goes with the next garbage collection)."""
+        result = self._ctr("-n", "k8s.io", "images", "rm", "--sync", ref)
+        if result.returncode != 0:
+            raise RuntimeError(f"ctr images rm {ref} failed: {result.stderr.decode().strip()}")
 
     def stop(self) -> None:
         """SIGTERM our containerd (by PID) and wait until it has exited, then drop the work dir."""
