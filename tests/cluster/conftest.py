@@ -42,11 +42,17 @@ RUNTIMES = ("process", "containerd")
 IMAGE = "busybox:1.36"
 
 
-@pytest.fixture(scope="session")
-def cluster_cri(cri_env: CRIEnv) -> CRIEnv:
-    """The session's private containerd, with busybox also under the name the manifests use."""
-    cri_env.containerd.tag(cri_env.busybox, f"docker.io/library/{IMAGE}")
-    return cri_env
+@pytest.fixture(scope="module")
+def cluster_cri(cri_env: CRIEnv) -> Iterator[CRIEnv]:
+    """The session's private containerd, with busybox also under the name the manifests use while
+    a module of cluster tests runs: the name goes afterwards, since containerd reports an image by
+    its first name and the CRI tests that come later expect busybox's own."""
+    name = f"docker.io/library/{IMAGE}"
+    cri_env.containerd.tag(cri_env.busybox, name)
+    try:
+        yield cri_env
+    finally:
+        cri_env.containerd.remove_image(name)
 
 
 @pytest.fixture(params=RUNTIMES)

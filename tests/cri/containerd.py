@@ -150,6 +150,14 @@ class PrivateContainerd:
         if result.returncode != 0:
             raise RuntimeError(f"ctr images rm {ref} failed: {result.stderr.decode().strip()}")
 
+    def remove_images(self, prefix: str) -> None:
+        """Forget every image name that starts with `prefix` (a pull by tag also leaves the
+        repository's digest name, which containerd would report as the image's ID afterwards)."""
+        listed = self._ctr("-n", "k8s.io", "images", "ls", "-q")
+        for ref in listed.stdout.decode().split():
+            if ref.startswith(prefix):
+                self.remove_image(ref)
+
     def stop(self) -> None:
         """SIGTERM our containerd (by PID) and wait until it has exited, then drop the work dir."""
         proc, self._proc = self._proc, None
