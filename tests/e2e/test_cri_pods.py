@@ -325,7 +325,8 @@ def test_agent_kill_9_leaves_containers_untouched(cri_env: CRIEnv, tmp_path: Pat
     write(manifests, "keep.yaml", manifest("keep", bb("main", TICKER)))
     args = agent_args(tmp_path, "--container-runtime=remote", "--container-runtime-endpoint", cri_env.endpoint,
                       "--pod-manifest-path", str(manifests))
-    first = AgentProcess(args)
+    agent_log = tmp_path / "agents.log"  # both agents', shown when the containers were not kept
+    first = AgentProcess(args, log=agent_log)
     second: AgentProcess | None = None
     try:
         health = f"http://127.0.0.1:{args[args.index('--healthz-port') + 1]}/healthz"
@@ -341,10 +342,10 @@ def test_agent_kill_9_leaves_containers_untouched(cri_env: CRIEnv, tmp_path: Pat
         os.kill(first.proc.pid, signal.SIGKILL)
         first.kill()
         time.sleep(0.5)
-        second = AgentProcess(args)
+        second = AgentProcess(args, log=agent_log)
         second.wait_healthy(health)
         after = status_of(wait_for(keep, what="keep running again"), "main")
-        assert after["containerID"] == before["containerID"]
+        assert after["containerID"] == before["containerID"], agent_log.read_text()
         assert after["restartCount"] == 0 and after["state"]["running"]["startedAt"] == \
             before["state"]["running"]["startedAt"]
         log = Path(tmp_path / "logs").glob("default_keep-testnode_*/main/0.log")
