@@ -3,7 +3,9 @@ works, and Ctrl-C removes the pods before stopping the agent."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -81,6 +83,12 @@ def test_run_script_prints_working_commands(tmp_path: Path) -> None:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+                # The agent runs in a session of its own (the script's setsid): the script did not
+                # stop it, so the test does, by the PID the banner printed (still its child's).
+                started = re.search(r"kubeletapi is running \(pid (\d+)\)", "".join(lines))
+                if started is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(int(started.group(1)), signal.SIGKILL)
             if proc.stdout is not None:
                 proc.stdout.close()
             leftovers = list((tmp_path / "run" / "root" / "runtime" / "process" / "containers").glob("*"))
