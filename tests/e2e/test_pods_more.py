@@ -90,7 +90,9 @@ def test_http_get_hooks(start_agent: Callable[..., Agent], tmp_path: Path, recor
     wait_for(lambda: running(agent, "p"), what="running")
     wait_for(lambda: "/started" in recorder.paths, what="postStart")
     (tmp_path / "manifests" / "p.yaml").unlink()
+    # /pods drops the pod as soon as its manifest goes; its preStop hook runs with the kill after.
     wait_for(lambda: "p-testnode" not in pods(agent), what="removed")
+    wait_for(lambda: "/stopping" in recorder.paths, what="preStop")
     assert recorder.paths.index("/started") < recorder.paths.index("/stopping")
 
 
