@@ -17,7 +17,6 @@ import signal
 import socket
 import ssl
 import subprocess
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ import bcrypt
 import httpx
 
 from tests.cluster.pki import ClusterPKI
+from tests.daemon import log_tail, wait_answering
 
 BINARY = "docker-registry"
 START_TIMEOUT_S = 20.0
@@ -87,14 +87,7 @@ class PrivateRegistry:
         with self.log_path.open("ab") as log:
             self._proc = subprocess.Popen([BINARY, "serve", str(self._config)], stdin=subprocess.DEVNULL,
                                           stdout=log, stderr=log, start_new_session=True)
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not self._answers():
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"{BINARY} exited {self._proc.returncode} at start-up:\n{self.log_tail()}")
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"{BINARY} did not answer within {START_TIMEOUT_S:g}s:\n{self.log_tail()}")
-            time.sleep(0.05)
+        wait_answering(self._proc, self._answers, START_TIMEOUT_S, BINARY, self.log_path, self.stop)
 
     def _answers(self) -> bool:
         """The API root answers (401 without credentials: the auth is on)."""
@@ -138,6 +131,4 @@ class PrivateRegistry:
         return entries
 
     def log_tail(self, lines: int = 30) -> str:
-        with contextlib.suppress(OSError):
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        return ""
+        return log_tail(self.log_path, lines)

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from tests.cri.images import ImageTar
+from tests.daemon import log_tail, wait_answering
 
 START_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 15.0
@@ -107,14 +108,8 @@ class PrivateContainerd:
                 ["containerd", "--config", str(config)], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                 start_new_session=True,  # a ^C of the test run reaches it only through stop()
             )
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while self._ctr("version").returncode != 0:
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"containerd exited {self._proc.returncode} at start-up:\n{self.log_tail()}")
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"containerd did not answer within {START_TIMEOUT_S:g}s:\n{self.log_tail()}")
-            time.sleep(0.05)
+        wait_answering(self._proc, lambda: self._ctr("version").returncode == 0, START_TIMEOUT_S, "containerd",
+                       self.log_path, self.stop)
 
     def kill_daemon(self) -> None:
         """SIGKILL containerd itself, as a crash would: its shims and containers live on, and
@@ -176,9 +171,7 @@ class PrivateContainerd:
                 d.rmdir()
 
     def log_tail(self, lines: int = 30) -> str:
-        with contextlib.suppress(OSError):
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        return ""
+        return log_tail(self.log_path, lines)
 
     def _kill_tasks(self) -> None:
         """Whatever a test left running (its clean-up failed): kill and delete every task, so no
