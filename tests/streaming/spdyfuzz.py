@@ -359,6 +359,7 @@ def expected_answers(ops: Sequence[tuple[object, ...]]) -> list[fr.Frame]:
             case ("syn", int(sid), bool(fin), bool(uni), str(kind)):
                 if sid & 1 == 0 or sid < next_id:
                     out.append(fr.RstStream(sid, fr.PROTOCOL_ERROR))
+                    live.pop(sid, None)  # an open stream of that id ends with it
                     continue
                 next_id = sid + 2
                 if kind == "refuse":

@@ -44,3 +44,25 @@ def test_reading_stays_paused_while_either_reason_holds() -> None:
         assert not h.transport.paused
 
     asyncio.run(body())
+
+
+def test_a_stream_the_server_resets_is_closed_on_its_side() -> None:
+    """A SYN_STREAM reusing the id of an open stream, or a HEADERS frame on it that is wrong, is
+    answered RST_STREAM on that id: the stream ends here too (SPDY/3 §2.4.2, after sending
+    RST_STREAM the stream is closed), its reader sees the end and nothing more is sent on it."""
+    async def body() -> None:
+        for wrong in (("syn", 1, False, False, "normal"), ("headers", 1, "upper")):
+            h = Harness()
+            h.feed([encode([("syn", 1, False, False, "normal"), ("data", 1, 3, False), wrong,
+                            ("data", 1, 4, False)])])
+            stream = await h.conn.next_stream()
+            assert stream is not None
+            assert h.answers() == [fr.SynReply(1, {}), fr.RstStream(1, fr.PROTOCOL_ERROR)]
+            assert await stream.read() == b"xxx"
+            assert await stream.read() is None
+            await stream.write(b"output")
+            await stream.close()
+            assert h.answers() == [fr.SynReply(1, {}), fr.RstStream(1, fr.PROTOCOL_ERROR)]
+            assert 1 not in h.conn._streams
+
+    asyncio.run(body())

@@ -5,7 +5,8 @@ httpstream) does, with every peer error answered instead of ignored:
 - a SYN_STREAM with a new, odd, increasing id is offered to `accept` (its headers); a refusal
   resets it (RST_STREAM CANCEL, as spdystream's Reset), else it gets an empty SYN_REPLY and waits
   in next_stream(). An id that does not increase or is even: RST_STREAM PROTOCOL_ERROR; more than
-  MAX_STREAMS open: REFUSED_STREAM;
+  MAX_STREAMS open: REFUSED_STREAM. Whenever this side resets an id, a stream of that id still
+  open ends with it (a SYN_STREAM reusing it, a wrong header block on it);
 - DATA goes to its stream (FIN ends the stream's input); DATA for an id never opened: RST_STREAM
   INVALID_STREAM; for a stream already closed or reset: dropped, as spdystream drops it;
 - PING with an odd id (the client's) is echoed; SETTINGS and WINDOW_UPDATE are ignored (no flow
@@ -271,7 +272,7 @@ class SpdyConnection(asyncio.Protocol):
                 if frame.kind == fr.SYN_STREAM:
                     self._claim_id(frame.stream_id)
                 log.info("resetting SPDY stream %d: %s", frame.stream_id, frame.reason)
-                self._write(fr.rst_stream(frame.stream_id, frame.status))
+                self._reset_id(frame.stream_id, frame.status)
             case _:
                 pass  # SYN_REPLY, HEADERS, SETTINGS, WINDOW_UPDATE, our own PING answered
 
@@ -296,7 +297,7 @@ class SpdyConnection(asyncio.Protocol):
         if self._goaway_sent:
             return
         if not self._claim_id(frame.stream_id):
-            self._write(fr.rst_stream(frame.stream_id, fr.PROTOCOL_ERROR))
+            self._reset_id(frame.stream_id, fr.PROTOCOL_ERROR)
             return
         if len(self._streams) >= MAX_STREAMS:
             self._write(fr.rst_stream(frame.stream_id, fr.REFUSED_STREAM))
@@ -311,6 +312,16 @@ class SpdyConnection(asyncio.Protocol):
         self._write(fr.syn_reply(self._compressor, frame.stream_id, {}))
         self._incoming.append(stream)
         self._arrived.set()
+
+    def _reset_id(self, stream_id: int, status: int) -> None:
+        """RST_STREAM on `stream_id`; a stream of that id still open ends here too (after sending
+        RST_STREAM a stream is closed: SPDY/3 §2.4.2), so its reader sees the end and nothing
+        more is sent on it."""
+        self._write(fr.rst_stream(stream_id, status))
+        stream = self._streams.pop(stream_id, None)
+        if stream is not None:
+            stream.local_closed = True
+            stream._end_input()
 
     def _forget(self, stream: SpdyStream) -> None:
         self._streams.pop(stream.id, None)
