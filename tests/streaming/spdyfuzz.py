@@ -107,14 +107,15 @@ class Harness:
 
 def check_parser_bound(parser: fr.FrameParser) -> None:
     """Between feeds the parser holds less than one frame, and what a frame may be: a header frame
-    at most a 1 MiB block, a fixed-size frame its size, anything else at most 2^24 - 1 bytes."""
+    at most a 1 MiB block, SETTINGS MAX_SETTINGS entries, a fixed-size frame its size, a data
+    frame at most 2^24 - 1 bytes."""
     buf = parser._buffer
     assert len(buf) <= PARSER_BOUND, len(buf)
     if len(buf) >= fr.HEAD and buf[0] & 0x80:
         kind = int.from_bytes(buf[2:4], "big")
         bound = HEADER_FRAME_BOUND if kind in (fr.SYN_STREAM, fr.SYN_REPLY, fr.HEADERS) else fr.HEAD + 8
         if kind == fr.SETTINGS:
-            bound = PARSER_BOUND
+            bound = fr.HEAD + 4 + 8 * fr.MAX_SETTINGS
         assert len(buf) <= bound, (kind, len(buf))
 
 

@@ -4,9 +4,10 @@ its answers, an RST_STREAM the server sends on a stream it keeps open, an oversi
 from __future__ import annotations
 
 import asyncio
+import struct
 
 from kubeletapi.streaming.spdy import frames as fr
-from tests.streaming.spdyfuzz import FakeTransport, Harness, encode
+from tests.streaming.spdyfuzz import FakeTransport, Harness, control, encode
 
 WRITE_HIGH_WATER = 64 * 1024  # asyncio's default
 
@@ -64,5 +65,25 @@ def test_a_stream_the_server_resets_is_closed_on_its_side() -> None:
             await stream.close()
             assert h.answers() == [fr.SynReply(1, {}), fr.RstStream(1, fr.PROTOCOL_ERROR)]
             assert 1 not in h.conn._streams
+
+    asyncio.run(body())
+
+
+def test_a_settings_frame_of_more_than_max_settings_entries_ends_the_session() -> None:
+    """SETTINGS are ignored, yet every entry became three Python ints: a 16 MiB SETTINGS frame
+    (2 million entries) took about 200 MB and 4 s of the event loop. No client sends more than a
+    few (SPDY/3 defines 8 ids; spdystream sends none): more than MAX_SETTINGS is refused from
+    the head, before its payload is buffered."""
+    async def body() -> None:
+        for count, refused in ((fr.MAX_SETTINGS, False), (fr.MAX_SETTINGS + 1, True), ((fr.MAX_LENGTH - 4) // 8, True)):
+            h = Harness()
+            head = control(fr.SETTINGS, 0, struct.pack(">I", count), length=4 + 8 * count)
+            h.feed([head])
+            assert h.conn.ended.is_set() == refused, count
+            if refused:
+                assert h.answers() == [fr.GoAway(0, fr.GOAWAY_PROTOCOL_ERROR)]
+            else:
+                h.feed([b"\0\0\0\1\0\0\0\2" * count])
+                assert h.answers() == [] and not h.conn._parser._buffer
 
     asyncio.run(body())

@@ -10,7 +10,8 @@ each frame's block ending in a sync flush.
 The parser is the only code that reads peer bytes. It checks every length against the frame's
 type before buffering the payload, so a peer cannot make it hold more than one legal frame:
 fixed-size frames must have their size, a header block may not exceed MAX_HEADER_BLOCK
-compressed or inflated, a data frame is at most 16 MiB (its 24-bit length). What it cannot
+compressed or inflated, SETTINGS may have MAX_SETTINGS entries, a data frame is at most 16 MiB
+(its 24-bit length). What it cannot
 accept raises SessionError (the connection ends with GOAWAY); a header frame that inflates but
 is wrong for its stream (an upper-case or repeated name) comes out as Rejected (that stream is
 reset, the connection goes on).
@@ -39,6 +40,9 @@ GOAWAY_OK, GOAWAY_PROTOCOL_ERROR, GOAWAY_INTERNAL_ERROR = 0, 1, 2
 MAX_STREAM_ID = 0x7FFFFFFF
 MAX_LENGTH = 0xFFFFFF
 MAX_HEADER_BLOCK = 1 << 20  # compressed and inflated
+# SETTINGS entries: SPDY/3 defines 8 ids and spdystream sends none; the frame is ignored, yet a
+# 16 MiB one would be two million entries (about 200 MB as Python objects).
+MAX_SETTINGS = 1024
 HEAD = 8
 _FIXED_LENGTH = {RST_STREAM: 8, PING: 4, GOAWAY: 8, WINDOW_UPDATE: 8}
 _BLOCK_OFFSET = {SYN_STREAM: 10, SYN_REPLY: 4, HEADERS: 4}
@@ -352,7 +356,7 @@ def _check_control_head(first: int, length: int) -> None:
         if length < _BLOCK_OFFSET[kind] or length - _BLOCK_OFFSET[kind] > MAX_HEADER_BLOCK:
             raise SessionError(f"control frame {kind} of length {length}")
     elif kind == SETTINGS:
-        if length < 4 or (length - 4) % 8:
+        if length < 4 or (length - 4) % 8 or length > 4 + 8 * MAX_SETTINGS:
             raise SessionError(f"SETTINGS of length {length}")
     else:
         raise SessionError(f"unknown control frame type {kind}")
