@@ -209,6 +209,19 @@ def test_a_control_head_is_refused_before_its_payload(loop: asyncio.AbstractEven
     check_session_end(h, data)
 
 
+def test_the_largest_legal_frames_are_buffered_and_no_more(loop: asyncio.AbstractEventLoop) -> None:
+    """A 16 MiB - 1 DATA frame, and a header frame with a 1 MiB block (zeros: not zlib), each fed
+    in 64 KiB reads: the parser holds at most the frame (Harness.feed checks it after every read)."""
+    def reads(data: bytes) -> list[bytes]:
+        return [data[i:i + (1 << 16)] for i in range(0, len(data), 1 << 16)]
+
+    h = fed(loop, reads(OPENING + fr.data_frame(1, b"d" * fr.MAX_LENGTH)))
+    assert h.transport.paused and h.conn._pending == fr.MAX_LENGTH  # unread: reading paused
+    block = control(fr.HEADERS, 0, b"\0\0\0\x01" + b"\0" * fr.MAX_HEADER_BLOCK)
+    h = fed(loop, reads(OPENING + block))
+    assert h.answers() == [fr.SynReply(1, {}), fr.GoAway(1, fr.GOAWAY_PROTOCOL_ERROR)]
+
+
 def compressed_block(size: int, comp: ClientCompressor) -> bytes:
     """A header block of exactly `size` bytes inflated (one pair, a long value)."""
     value = b"a" * (size - 4 - 4 - 3 - 4)  # the count, the name's length, "big", the value's length
