@@ -85,8 +85,13 @@ def connect(node: Listening, cert: bool = True, timeout: float = 10) -> socket.s
 def upgrade(node: Listening, path: str, versions: tuple[str, ...] = ("v4.channel.k8s.io",),
             method: str = "POST", extra: tuple[tuple[str, str], ...] = (), timeout: float = 10,
             cert: bool = True) -> Answer:
-    """Send an upgrade request for `path`; the answer (with a client on 101)."""
-    sock = connect(node, cert=cert, timeout=timeout)
+    """Send an upgrade request for `path` to the node's secure port; the answer (a client on 101)."""
+    return upgrade_on(connect(node, cert=cert, timeout=timeout), path, versions, method, extra)
+
+
+def upgrade_on(sock: socket.socket, path: str, versions: tuple[str, ...] = ("v4.channel.k8s.io",),
+               method: str = "POST", extra: tuple[tuple[str, str], ...] = ()) -> Answer:
+    """Send an upgrade request for `path` on a connected socket; the answer (a client on 101)."""
     lines = [f"{method} {path} HTTP/1.1", "Host: localhost", "Connection: Upgrade", "Upgrade: SPDY/3.1",
              *(f"X-Stream-Protocol-Version: {v}" for v in versions), *(f"{k}: {v}" for k, v in extra)]
     sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
