@@ -79,7 +79,7 @@ openapi: venv
 proto: venv
 	PYTHON=$(BIN)/python scripts/cri_proto.sh
 
-bench: venv deb
+bench: venv deb cluster-bin
 	$(BIN)/python bench/http_bench.py
 	$(BIN)/python bench/pod_bench.py
 	$(BIN)/python bench/stats_bench.py
@@ -89,6 +89,8 @@ bench: venv deb
 	$(BIN)/python bench/crash_bench.py
 	$(BIN)/python bench/reliability_bench.py
 	$(BIN)/python bench/api_bench.py
+	$(BIN)/python bench/apiserver_bench.py
+	$(BIN)/python bench/spdy_bench.py
 
 clean:
 	rm -rf $(VENV) .run .mypy_cache .pytest_cache .ruff_cache .coverage .coverage.* htmlcov
