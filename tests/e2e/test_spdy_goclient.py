@@ -23,7 +23,7 @@ import pytest
 
 from tests.helpers import Agent, agent_args, free_port
 from tests.podtools import container, manifest, polled, wait_for, write
-from tests.streaming.spdyclient import GoClient
+from tests.streaming.goclient import GoClient
 
 pytestmark = pytest.mark.e2e
 

@@ -1,102 +1,111 @@
-"""client-go's SPDY executor and port forwarder as a test client: the Go program
-tests/cluster/k8s/spdyclient, built by `make cluster-bin` (scripts/cluster-bin.sh) into the cluster
-binaries' cache, run as a subprocess against an agent's secure port with the admin certificate."""
+"""A small blocking SPDY/3.1 client for tests: the upgrade request, then frames both ways.
+
+It frames with kubeletapi.streaming.spdy.frames (the Go client in tests/spdyclient checks the
+framer against client-go independently). `upgrade()` sends the request and returns the answer's
+status, headers and, on 101, a SpdyClient over the same connection.
+"""
 
 from __future__ import annotations
 
-import contextlib
-import subprocess
-import threading
-import time
-from collections.abc import Iterator, Sequence
+import socket
+import ssl
 from dataclasses import dataclass, field
-from typing import IO
+from pathlib import Path
 
-from tests.cluster.controlplane import binary
-from tests.helpers import Listening
+from kubeletapi.streaming.spdy import frames as fr
+from tests.helpers import Listening, tls_client_context
 
 
 @dataclass
-class Running:
-    """A client process whose stdout a thread collects, for sessions that stay open (attach, tty)."""
+class Answer:
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+    client: SpdyClient | None = None
 
-    proc: subprocess.Popen[bytes]
-    out: bytearray = field(default_factory=bytearray)
+    def header(self, name: str) -> list[str]:
+        return [v for k, v in self.headers if k.lower() == name.lower()]
 
-    def __post_init__(self) -> None:
-        self._reader = threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True)
-        self._reader.start()
 
-    def _read(self, pipe: IO[bytes]) -> None:
-        while chunk := pipe.read1(65536):  # type: ignore[attr-defined]
-            self.out += chunk
+@dataclass
+class SpdyClient:
+    sock: socket.socket
+    buffer: bytes = b""
+    parser: fr.FrameParser = field(default_factory=fr.FrameParser)
+    compressor: fr.HeaderCompressor = field(default_factory=fr.HeaderCompressor)
+    pending: list[fr.Frame] = field(default_factory=list)
+    next_id: int = 1
 
     def send(self, data: bytes) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
+        self.sock.sendall(data)
 
-    def wait_output(self, want: bytes, timeout: float = 10) -> bytes:
-        deadline = time.monotonic() + timeout
-        while want not in self.out:
-            if time.monotonic() > deadline or (self.proc.poll() is not None and not self._reader.is_alive()):
-                raise AssertionError(f"no {want!r} in the client's output: {bytes(self.out)!r}, {self.stop()}")
-            time.sleep(0.02)
-        return bytes(self.out)
+    def open(self, headers: dict[str, str], fin: bool = False) -> int:
+        stream_id = self.next_id
+        self.next_id += 2
+        self.send(fr.syn_stream(self.compressor, stream_id, {k: [v] for k, v in headers.items()}, fin))
+        return stream_id
 
-    def finish(self, timeout: float = 15) -> tuple[int, bytes, bytes]:
-        """Close stdin and wait: (exit code, stdout, stderr)."""
-        with contextlib.suppress(BrokenPipeError):
-            assert self.proc.stdin is not None
-            self.proc.stdin.close()
-        code = self.proc.wait(timeout)
-        self._reader.join(5)
-        assert self.proc.stdout is not None and self.proc.stderr is not None
-        err = self.proc.stderr.read()
-        self.proc.stdout.close()
-        self.proc.stderr.close()
-        return code, bytes(self.out), err
+    def data(self, stream_id: int, data: bytes, fin: bool = False) -> None:
+        self.send(fr.data_frame(stream_id, data, fin))
 
-    def stop(self) -> tuple[int, bytes, bytes]:
-        """End the client (SIGTERM, SIGKILL after 5 s): (exit code, stdout, stderr)."""
-        self.proc.terminate()
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        return self.finish()
+    def frame(self, timeout: float = 10) -> fr.Frame | None:
+        """The next frame; None when the server closed the connection."""
+        self.sock.settimeout(timeout)
+        while not self.pending:
+            if self.buffer:
+                self.pending.extend(self.parser.feed(self.buffer))
+                self.buffer = b""
+                continue
+            try:
+                chunk = self.sock.recv(1 << 16)
+            except (ConnectionResetError, ssl.SSLError):
+                chunk = b""
+            if not chunk:
+                return None
+            self.pending.extend(self.parser.feed(chunk))
+        return self.pending.pop(0)
+
+    def frames_until_closed(self, timeout: float = 10) -> list[fr.Frame]:
+        out: list[fr.Frame] = []
+        while (frame := self.frame(timeout)) is not None:
+            out.append(frame)
+        return out
+
+    def close(self) -> None:
+        self.sock.close()
 
 
-@dataclass
-class GoClient:
-    """spdyclient for one agent: URLs are paths on its secure port."""
+def connect(node: Listening, cert: bool = True, timeout: float = 10) -> socket.socket:
+    pair = (node.certs / "admin.crt", node.certs / "admin.key") if cert else None
+    context = tls_client_context(Path(node.certs / "ca.crt"), pair)
+    raw = socket.create_connection(("127.0.0.1", node.port("secure")), timeout=timeout)
+    return context.wrap_socket(raw, server_hostname="localhost")
 
-    agent: Listening
 
-    def command(self, verb: str, path: str, *args: str, flags: Sequence[str] = ()) -> list[str]:
-        certs = self.agent.certs
-        tls = ["-ca", str(certs / "ca.crt"), "-cert", str(certs / "admin.crt"), "-key", str(certs / "admin.key")]
-        return [binary("spdyclient"), *tls, *flags, verb, self.agent.url(path=path), *args]
-
-    def run(self, verb: str, path: str, *args: str, stdin: bytes = b"", flags: Sequence[str] = (),
-            timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
-        """Run to the end with `stdin` (closed after it): the exit code, stdout and stderr."""
-        return subprocess.run(self.command(verb, path, *args, flags=flags), input=stdin, capture_output=True,
-                              timeout=timeout, check=False)
-
-    def start(self, verb: str, path: str, *args: str, flags: Sequence[str] = ()) -> Running:
-        proc = subprocess.Popen(self.command(verb, path, *args, flags=flags), stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        return Running(proc)
-
-    @contextlib.contextmanager
-    def port_forward(self, path: str, *ports: str) -> Iterator[tuple[Running, list[int]]]:
-        """Forward 127.0.0.1 ports (`local:remote`, local 0 for any): the client and the bound ports."""
-        running = self.start("portforward", path, *ports)
-        try:
-            line = running.wait_output(b"\n", timeout=20).split(b"\n", 1)[0].split()
-            assert line[0] == b"ready", line
-            yield running, [int(port) for port in line[1:]]
-        finally:
-            if running.proc.poll() is None:
-                running.stop()
+def upgrade(node: Listening, path: str, versions: tuple[str, ...] = ("v4.channel.k8s.io",),
+            method: str = "POST", extra: tuple[tuple[str, str], ...] = (), timeout: float = 10) -> Answer:
+    """Send an upgrade request for `path`; the answer (with a client on 101)."""
+    sock = connect(node, timeout=timeout)
+    lines = [f"{method} {path} HTTP/1.1", "Host: localhost", "Connection: Upgrade", "Upgrade: SPDY/3.1",
+             *(f"X-Stream-Protocol-Version: {v}" for v in versions), *(f"{k}: {v}" for k, v in extra)]
+    sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        head += chunk
+    raw_head, _, rest = head.partition(b"\r\n\r\n")
+    status_line, *fields = raw_head.decode("latin-1").split("\r\n")
+    status = int(status_line.split()[1])
+    headers = [(k, v.strip()) for k, _, v in (f.partition(":") for f in fields)]
+    if status == 101:
+        return Answer(status, headers, b"", SpdyClient(sock, rest))
+    length = int(next((v for k, v in headers if k.lower() == "content-length"), "0"))
+    while len(rest) < length:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        rest += chunk
+    sock.close()
+    return Answer(status, headers, rest)

@@ -21,7 +21,9 @@ from starlette.types import Receive, Scope, Send
 
 from kubeletapi.errors import InvalidInput, KubeletError, NotFound
 from kubeletapi.runtime.streaming import StreamOptions
+from kubeletapi.server import spdyupgrade
 from kubeletapi.server.apidoc import ContainerName, Doc, Namespace, PodName, PodUID, documented, options, query, text
+from kubeletapi.server.hijack import hijack_of
 from kubeletapi.server.host import Host
 from kubeletapi.server.routing import WebSocketApp, upgradable
 from kubeletapi.streaming.asgi import AsgiWebSocket
@@ -113,18 +115,26 @@ def _upgrade_required() -> Response:
     return PlainTextResponse("Upgrade request required\n", 500, headers={"X-Content-Type-Options": "nosniff"})
 
 
-async def _plain(request: Request, port_forward: bool) -> Response:
-    """A request without upgrade: the checks, then the proxy's 500."""
+async def _plain(request: Request, port_forward: bool, attach: bool = False) -> Response:
+    """A request that is not a WebSocket handshake: the checks, then the SPDY upgrade when it asks
+    for one, else the proxy's 500."""
     host: Host = request.app.state.host
     path = {k: str(v) for k, v in request.path_params.items()}
+    query = request.query_params.multi_items()
     try:
         if port_forward:
-            await _pod(host, path)  # ports are read from the query on WebSocket requests only
+            pod = await _pod(host, path)  # ports come from the query on WebSocket requests only
         else:
-            await _container(host, request.query_params.multi_items(), path)
+            opts, container = await _container(host, query, path)
     except _Refused as exc:
         return PlainTextResponse(exc.body, exc.status)
-    return _upgrade_required()
+    if hijack_of(request.scope) is None:
+        return _upgrade_required()
+    offered = request.headers.getlist("x-stream-protocol-version")
+    idle = host.streaming_idle_timeout()
+    if port_forward:
+        return spdyupgrade.port_forward(offered, idle, pod)
+    return spdyupgrade.remote_command(offered, idle, RemoteCommand(opts, parse_command(query), attach), container)
 
 
 @dataclass(frozen=True)
@@ -190,14 +200,14 @@ async def exec_uid(
 
 async def attach(request: Request, namespace: Namespace, pod: PodName, container: ContainerName) -> Response:
     """Attach to the container's streams; needs a WebSocket upgrade."""
-    return await _plain(request, port_forward=False)
+    return await _plain(request, port_forward=False, attach=True)
 
 
 async def attach_uid(
     request: Request, namespace: Namespace, pod: PodName, uid: PodUID, container: ContainerName
 ) -> Response:
     """Same, checking the pod's UID."""
-    return await _plain(request, port_forward=False)
+    return await _plain(request, port_forward=False, attach=True)
 
 
 async def port_forward(request: Request, namespace: Namespace, pod: PodName) -> Response:
