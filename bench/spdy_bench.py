@@ -45,7 +45,7 @@ from benchkit import pct
 from clusterkit import cluster_node
 from results_md import update_section
 
-from kubeletapi.streaming.spdy import frames as fr
+from kubeletapi.spdy import frames as fr
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.node import Node
 from tests.streaming.spdyclient import SpdyClient, upgrade_on

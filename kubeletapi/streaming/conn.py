@@ -13,7 +13,7 @@ import logging
 from typing import Protocol
 
 from kubeletapi.clock import Clock, RealClock
-from kubeletapi.streaming.idle import IdleTimer
+from kubeletapi.idle import IdleTimer
 from kubeletapi.streaming.protocol import Frame, Subprotocol, decode, encode
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from kubeletapi.streaming.spdy import frames as fr
+from kubeletapi.spdy import frames as fr
 from tests.e2e.test_exec import IDLE_S, READER, WEB, Node, node, processes_with  # noqa: F401 - the agent
 from tests.helpers import free_port
 from tests.podtools import wait_for

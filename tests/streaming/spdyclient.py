@@ -1,6 +1,6 @@
 """A small blocking SPDY/3.1 client for tests: the upgrade request, then frames both ways.
 
-It frames with kubeletapi.streaming.spdy.frames; client-go's own SPDY client
+It frames with kubeletapi.spdy.frames; client-go's own SPDY client
 (tests/cluster/k8s/spdyclient, driven by tests/streaming/goclient.py) checks the server
 independently. `upgrade()` sends the request and returns the answer's status, headers and, on
 101, a SpdyClient over the same connection.
@@ -13,7 +13,7 @@ import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kubeletapi.streaming.spdy import frames as fr
+from kubeletapi.spdy import frames as fr
 from tests.helpers import Listening, tls_client_context
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from kubeletapi.streaming.spdy import frames as fr
+from kubeletapi.spdy import frames as fr
 from kubeletapi.streaming.spdy import remotecommand
 from tests.fakehost import FakeHost, FakeNode
 from tests.podtools import wait_for

@@ -20,10 +20,10 @@ import logging
 from dataclasses import dataclass, fields
 
 from kubeletapi.aio import cancel_and_wait
+from kubeletapi.spdy.connection import SpdyConnection, SpdyStream, StreamGone
 from kubeletapi.streaming.conn import Disconnected
 from kubeletapi.streaming.protocol import Frame, Subprotocol
 from kubeletapi.streaming.remotecommand import ERROR, RESIZE, STDIN, RemoteCommand, serve_remote_command
-from kubeletapi.streaming.spdy.connection import SpdyConnection, SpdyStream, StreamGone
 from kubeletapi.streaming.targets import ContainerStreams
 
 log = logging.getLogger(__name__)
