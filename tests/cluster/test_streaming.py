@@ -143,7 +143,7 @@ def test_exec_output_and_exit_codes(pods: Pods) -> None:
     assert "command terminated with exit code 7" in failed.stderr
     # stdin through to its end: the command sees EOF once kubectl's input ended
     data = "0123456789" * 10_000
-    counted = pods.kubectl("exec", "-i", "box", "-c", "main", "--", "wc", "-c", input_=data)
+    counted = pods.kubectl("exec", "-i", "box", "-c", "main", "--", "wc", "-c", input_=data, timeout=30)
     assert counted.stdout.strip() == str(len(data))
 
 
@@ -222,11 +222,11 @@ def test_cp_50mb_in_and_out(pods: Pods, tmp_path: Path) -> None:
     sent = tmp_path / "sent.bin"
     sent.write_bytes(os.urandom(50 * 1024 * 1024))
     started = time.monotonic()
-    pods.kubectl("cp", str(sent), f"box:{pods.dir}/big.bin", "-c", "main", timeout=120)
+    pods.kubectl("cp", str(sent), f"box:{pods.dir}/big.bin", "-c", "main", timeout=50)
     listed = pods.kubectl("exec", "box", "-c", "main", "--", "ls", "-l", f"{pods.dir}/big.bin").stdout
     assert str(50 * 1024 * 1024) in listed.split(), listed
     back = tmp_path / "back.bin"
-    pods.kubectl("cp", f"box:{pods.dir}/big.bin", str(back), "-c", "main", timeout=120)
+    pods.kubectl("cp", f"box:{pods.dir}/big.bin", str(back), "-c", "main", timeout=50)
     elapsed = time.monotonic() - started
     assert hashlib.sha256(back.read_bytes()).hexdigest() == hashlib.sha256(sent.read_bytes()).hexdigest()
     print(f"kubectl cp 50 MB in and out on {pods.node.runtime}: {elapsed:.1f}s")
