@@ -11,23 +11,31 @@ authentication:
   it (an app already answering is cut off instead);
 - after a refusal nothing more is read and the connection is dropped LINGER_S later.
 On a TLS connection both protocols add the ASGI TLS extension to every scope (server/tls.py).
+A request asking for `Upgrade: SPDY/3.1` carries the hijack extension (server/hijack.py): its
+route may take the connection over; else the connection closes after its answer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from uvicorn.server import ServerState
 
+from kubeletapi.server.hijack import HIJACK, Hijacked
 from kubeletapi.server.limits import BODY_TOO_LARGE, HEADERS_TOO_LARGE, Limits
 from kubeletapi.server.tls import with_tls_extension
 
 log = logging.getLogger(__name__)
+
+SPDY = b"spdy/3.1"
+MAX_EARLY_BYTES = 64 * 1024  # what a client may send after an upgrade request before the answer
+P = TypeVar("P", bound=asyncio.Protocol)
 
 
 class HttpProtocol(HttpToolsProtocol):
@@ -43,6 +51,8 @@ class HttpProtocol(HttpToolsProtocol):
         self._drop_timer: asyncio.TimerHandle | None = None
         self._refused = False
         self._upgraded = False
+        self._hijackable = False  # an upgrade request's head was read and its route has not answered
+        self._early = bytearray()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -58,6 +68,9 @@ class HttpProtocol(HttpToolsProtocol):
 
     def data_received(self, data: bytes) -> None:
         if self._refused:
+            return
+        if self._hijackable:
+            self._keep_early(data)
             return
         if not self._reading_head:
             super().data_received(data)
@@ -88,7 +101,14 @@ class HttpProtocol(HttpToolsProtocol):
                       self.limits.max_body_bytes, self.client)
             self._refuse_head(BODY_TOO_LARGE)
             return
+        upgrade = self._get_upgrade()
+        if upgrade is not None and SPDY in upgrade:
+            self._hijackable = True
+            extensions: dict[str, Any] = self.scope.setdefault("extensions", {})
+            extensions[HIJACK] = self._hijack
         super().on_headers_complete()
+        if self._hijackable and self.cycle is not None:
+            self.cycle.keep_alive = False  # the parser stopped at the upgrade: no next request
 
     def on_body(self, body: bytes) -> None:
         if self._refused:
@@ -110,6 +130,41 @@ class HttpProtocol(HttpToolsProtocol):
         self._upgraded = True
         self._cancel_head_timer()
         super().handle_websocket_upgrade()
+
+    def _unsupported_upgrade_warning(self) -> None:
+        if not self._hijackable:
+            super()._unsupported_upgrade_warning()
+
+    # --- hijack (server/hijack.py) ----------------------------------------------------------------
+    def _keep_early(self, data: bytes) -> None:
+        if len(self._early) + len(data) > MAX_EARLY_BYTES:
+            log.debug("Closed an upgrade request from %s that sent over %d bytes before its answer",
+                      self.client, MAX_EARLY_BYTES)
+            self._hijackable = False
+            self._refused = True
+            self.transport.abort()
+            return
+        self._early += data
+
+    def _hijack(self, head: bytes, factory: Callable[[asyncio.Transport], P]) -> P:
+        if not self._hijackable or self.transport.is_closing():
+            raise RuntimeError("the connection cannot be taken over")
+        self._hijackable = False
+        if self.cycle is not None:
+            self.cycle.response_started = self.cycle.response_complete = True  # uvicorn writes nothing more
+        self._cancel_head_timer()
+        if self.timeout_keep_alive_task is not None:
+            self.timeout_keep_alive_task.cancel()
+            self.timeout_keep_alive_task = None
+        self.connections.discard(self)
+        self.flow.resume_reading()
+        self.transport.write(head)
+        inner = factory(self.transport)
+        self.transport.set_protocol(Hijacked(inner, self.transport, self.connections))
+        early, self._early = bytes(self._early), bytearray()
+        if early:
+            inner.data_received(early)
+        return inner
 
     # --- limits -------------------------------------------------------------------------------
     def _declared_length(self) -> int:

@@ -30,7 +30,7 @@ CHUNK = 32 * 1024
 _DIGITS = re.compile(r"[0-9]+")
 
 
-def _parse_uint16(text: str) -> int:
+def parse_uint16(text: str) -> int:
     """strconv.ParseUint(text, 10, 16); ValueError carries strconv's error text."""
     if not _DIGITS.fullmatch(text):
         raise ValueError(f"strconv.ParseUint: parsing {go_quote(text)}: invalid syntax")
@@ -50,7 +50,7 @@ def parse_ports(values: Sequence[str]) -> list[int]:
             raise InvalidInput('query parameter "port" cannot be empty')
         for item in value.split(","):
             try:
-                port = _parse_uint16(item)
+                port = parse_uint16(item)
             except ValueError as exc:
                 raise InvalidInput(f"unable to parse {go_quote(value)} as a port: {exc}") from None
             if not port:
@@ -122,9 +122,15 @@ async def _forward(conn: ChannelConn, target: PodPorts, pair: _Port) -> None:
         _close_writer(pair)
 
 
-async def _report(conn: ChannelConn, target: PodPorts, pair: _Port, exc: BaseException) -> None:
-    message = f"error forwarding port {pair.port} to pod {target.sandbox_id}, uid : {exc}"
+def forward_error(port: int, target: PodPorts, exc: BaseException) -> str:
+    """The message a failed port's error channel or stream carries."""
+    message = f"error forwarding port {port} to pod {target.sandbox_id}, uid : {exc}"
     log.info("%s", message)
+    return message
+
+
+async def _report(conn: ChannelConn, target: PodPorts, pair: _Port, exc: BaseException) -> None:
+    message = forward_error(pair.port, target, exc)
     with contextlib.suppress(Disconnected):
         await conn.send(pair.error_channel, message.encode("utf-8"))
 

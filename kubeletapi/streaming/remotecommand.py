@@ -20,19 +20,44 @@ import json
 import logging
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from kubeletapi.aio import cancel_and_wait
 from kubeletapi.errors import InvalidInput, KubeletError
 from kubeletapi.runtime.streaming import STDERR, STDOUT, StreamOptions, StreamSession
 from kubeletapi.streaming import status as st
-from kubeletapi.streaming.conn import ChannelConn, Disconnected
-from kubeletapi.streaming.protocol import Frame
+from kubeletapi.streaming.conn import Disconnected
+from kubeletapi.streaming.protocol import Frame, Subprotocol
 from kubeletapi.streaming.targets import ContainerStreams
 
 log = logging.getLogger(__name__)
 
 STDIN, ERROR, RESIZE = 0, 3, 4
 MISSING_STREAMS = "you must specify at least 1 of stdin, stdout, stderr"
+
+
+class Channels(Protocol):
+    """Numbered channels of one stream connection: a WebSocket's (streaming.conn.ChannelConn) or
+    a SPDY connection's streams (streaming.spdy.remotecommand)."""
+
+    proto: Subprotocol
+
+    async def send(self, channel: int, data: bytes) -> None:
+        """Write `data` on `channel` (an empty message only says the stream is ready);
+        Disconnected when the peer is gone."""
+        ...
+
+    async def receive(self) -> Frame | None:
+        """The next frame from the client (stdin, resize, a stdin CLOSE); None once it is gone."""
+        ...
+
+    async def idle(self) -> None:
+        """Return once the connection has been idle for the idle timeout."""
+        ...
+
+    async def close(self) -> None:
+        """End the connection."""
+        ...
 
 
 def first_values(query: Sequence[tuple[str, str]]) -> dict[str, str]:
@@ -126,7 +151,7 @@ def ready_channel(opts: StreamOptions) -> int:
     return STDOUT if opts.stdout else STDERR if opts.stderr else ERROR
 
 
-async def serve_remote_command(conn: ChannelConn, request: RemoteCommand, target: ContainerStreams) -> None:
+async def serve_remote_command(conn: Channels, request: RemoteCommand, target: ContainerStreams) -> None:
     """Run one exec or attach over an accepted connection, until it ends or the client leaves."""
     try:
         await conn.send(ready_channel(request.opts), b"")
@@ -156,7 +181,7 @@ async def _open(request: RemoteCommand, target: ContainerStreams) -> StreamSessi
     return await target.exec(request.cmd, request.opts)
 
 
-async def finish(conn: ChannelConn, status: st.Status) -> None:
+async def finish(conn: Channels, status: st.Status) -> None:
     """Write the status on the error channel (if the subprotocol writes one), then close."""
     message = st.render(status, conn.proto.json_status)
     if message is not None:
@@ -171,7 +196,7 @@ class _Bridge:
     """Copies between one connection and one session; run() returns the status to write, or None
     when the client went away or the stream idled out."""
 
-    def __init__(self, conn: ChannelConn, session: StreamSession, request: RemoteCommand) -> None:
+    def __init__(self, conn: Channels, session: StreamSession, request: RemoteCommand) -> None:
         self.conn = conn
         self.session = session
         self.request = request

@@ -1,10 +1,11 @@
-"""/exec, /attach and /portForward (GET and POST; WebSocket upgrade), authorized as nodes/proxy.
+"""/exec, /attach and /portForward (GET and POST; WebSocket or SPDY upgrade), authorized as nodes/proxy.
 
 Checks run in the kubelet's order, on plain requests and handshakes alike: stream options (400
 `you must specify at least 1 of stdin, stdout, stderr`; port-forward handshakes: the `port` query,
 400), the pod (404 `pod does not exist`), the running container or sandbox (500, the kubelet's
 error text). A plain request that passes them gets the kubelet proxy's 500 `Upgrade request
-required`; a handshake then negotiates the subprotocol (none in common: 403) and is served by
+required`, unless it asks for SPDY/3.1 (server/spdyupgrade.py: negotiation, then the connection is
+taken over); a WebSocket handshake then negotiates the subprotocol (none in common: 403) and is served by
 kubeletapi.streaming. Refused handshakes get these statuses and bodies as HTTP responses.
 """
 
@@ -21,7 +22,9 @@ from starlette.types import Receive, Scope, Send
 
 from kubeletapi.errors import InvalidInput, KubeletError, NotFound
 from kubeletapi.runtime.streaming import StreamOptions
+from kubeletapi.server import spdyupgrade
 from kubeletapi.server.apidoc import ContainerName, Doc, Namespace, PodName, PodUID, documented, options, query, text
+from kubeletapi.server.hijack import hijack_of
 from kubeletapi.server.host import Host
 from kubeletapi.server.routing import WebSocketApp, upgradable
 from kubeletapi.streaming.asgi import AsgiWebSocket
@@ -33,9 +36,11 @@ from kubeletapi.streaming.targets import ContainerStreams, PodPorts
 
 Query = Sequence[tuple[str, str]]
 UPGRADE = ("A WebSocket handshake (GET, `Upgrade: websocket`) offering a channel.k8s.io subprotocol "
-           "(v5, v4, base64, v1; port-forward: v4.channel.k8s.io / portforward.k8s.io) is upgraded and the "
-           "session served; SPDY is not supported. Any other request gets the same checks, then 500 "
-           "`Upgrade request required`.")
+           "(v5, v4, base64, v1; port-forward: v4.channel.k8s.io) is upgraded and the session served. A "
+           "SPDY upgrade (`Connection: Upgrade`, `Upgrade: SPDY/3.1`, any method, usually POST) negotiates "
+           "`X-Stream-Protocol-Version` (v4.channel.k8s.io, v3, v2, channel.k8s.io; port-forward: "
+           "portforward.k8s.io) and answers 101 (no version: 400, or 200 for port-forward; none in common: "
+           "403). Any other request gets the same checks, then 500 `Upgrade request required`.")
 SWITCHED: Doc = {"description": "Switching Protocols: the WebSocket session.", "headers": {
     "Sec-WebSocket-Protocol": {"description": "The subprotocol chosen.", "schema": {"type": "string"}}}}
 REFUSALS: dict[int | str, Doc] = {
@@ -113,18 +118,26 @@ def _upgrade_required() -> Response:
     return PlainTextResponse("Upgrade request required\n", 500, headers={"X-Content-Type-Options": "nosniff"})
 
 
-async def _plain(request: Request, port_forward: bool) -> Response:
-    """A request without upgrade: the checks, then the proxy's 500."""
+async def _plain(request: Request, port_forward: bool, attach: bool = False) -> Response:
+    """A request that is not a WebSocket handshake: the checks, then the SPDY upgrade when it asks
+    for one, else the proxy's 500."""
     host: Host = request.app.state.host
     path = {k: str(v) for k, v in request.path_params.items()}
+    query = request.query_params.multi_items()
     try:
         if port_forward:
-            await _pod(host, path)  # ports are read from the query on WebSocket requests only
+            pod = await _pod(host, path)  # ports come from the query on WebSocket requests only
         else:
-            await _container(host, request.query_params.multi_items(), path)
+            opts, container = await _container(host, query, path)
     except _Refused as exc:
         return PlainTextResponse(exc.body, exc.status)
-    return _upgrade_required()
+    if hijack_of(request.scope) is None:
+        return _upgrade_required()
+    offered = request.headers.getlist("x-stream-protocol-version")
+    idle = host.streaming_idle_timeout()
+    if port_forward:
+        return spdyupgrade.port_forward(offered, idle, pod)
+    return spdyupgrade.remote_command(offered, idle, RemoteCommand(opts, parse_command(query), attach), container)
 
 
 @dataclass(frozen=True)
@@ -190,14 +203,14 @@ async def exec_uid(
 
 async def attach(request: Request, namespace: Namespace, pod: PodName, container: ContainerName) -> Response:
     """Attach to the container's streams; needs a WebSocket upgrade."""
-    return await _plain(request, port_forward=False)
+    return await _plain(request, port_forward=False, attach=True)
 
 
 async def attach_uid(
     request: Request, namespace: Namespace, pod: PodName, uid: PodUID, container: ContainerName
 ) -> Response:
     """Same, checking the pod's UID."""
-    return await _plain(request, port_forward=False)
+    return await _plain(request, port_forward=False, attach=True)
 
 
 async def port_forward(request: Request, namespace: Namespace, pod: PodName) -> Response:
