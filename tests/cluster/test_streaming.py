@@ -47,6 +47,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.e2e]
 
 FILES = 20  # the web server's files, one per concurrent request
 FILE_BYTES = 200_000
+MB50 = 50 * 1024 * 1024
 
 
 def file_body(i: int) -> bytes:
@@ -141,9 +142,12 @@ def test_exec_output_and_exit_codes(pods: Pods) -> None:
     assert failed.returncode == 7, failed.stderr  # kubectl exits with the command's code
     assert failed.stdout == "before\n"
     assert "command terminated with exit code 7" in failed.stderr
-    # stdin through to its end: the command sees EOF once kubectl's input ended
+
+
+def test_exec_stdin_to_its_end(pods: Pods) -> None:
+    """The command sees EOF once kubectl's input ended (`kubectl exec -i ... < file`; cp needs it too)."""
     data = "0123456789" * 10_000
-    counted = pods.kubectl("exec", "-i", "box", "-c", "main", "--", "wc", "-c", input_=data, timeout=30)
+    counted = pods.kubectl("exec", "-i", "box", "-c", "main", "--", "wc", "-c", input_=data, timeout=20)
     assert counted.stdout.strip() == str(len(data))
 
 
@@ -218,18 +222,31 @@ def test_attach_it_types_into_a_tty_container(pods: Pods) -> None:
 
 
 # --- cp -----------------------------------------------------------------------------------------
-def test_cp_50mb_in_and_out(pods: Pods, tmp_path: Path) -> None:
+def test_cp_50mb_in_and_back(pods: Pods, tmp_path: Path) -> None:
     sent = tmp_path / "sent.bin"
-    sent.write_bytes(os.urandom(50 * 1024 * 1024))
+    sent.write_bytes(os.urandom(MB50))
+    digest = hashlib.sha256(sent.read_bytes()).hexdigest()
     started = time.monotonic()
-    pods.kubectl("cp", str(sent), f"box:{pods.dir}/big.bin", "-c", "main", timeout=50)
-    listed = pods.kubectl("exec", "box", "-c", "main", "--", "ls", "-l", f"{pods.dir}/big.bin").stdout
-    assert str(50 * 1024 * 1024) in listed.split(), listed
+    pods.kubectl("cp", str(sent), f"box:{pods.dir}/in.bin", "-c", "main", timeout=50)
+    assert _sha256_inside(pods, f"{pods.dir}/in.bin") == digest
     back = tmp_path / "back.bin"
-    pods.kubectl("cp", f"box:{pods.dir}/big.bin", str(back), "-c", "main", timeout=50)
-    elapsed = time.monotonic() - started
-    assert hashlib.sha256(back.read_bytes()).hexdigest() == hashlib.sha256(sent.read_bytes()).hexdigest()
-    print(f"kubectl cp 50 MB in and out on {pods.node.runtime}: {elapsed:.1f}s")
+    pods.kubectl("cp", f"box:{pods.dir}/in.bin", str(back), "-c", "main", timeout=50)
+    assert hashlib.sha256(back.read_bytes()).hexdigest() == digest
+    print(f"kubectl cp 50 MB in and back on {pods.node.runtime}: {time.monotonic() - started:.1f}s")
+
+
+def test_cp_50mb_out(pods: Pods, tmp_path: Path) -> None:
+    """Out only (no stdin to the container): a file the container wrote."""
+    made = f"{pods.dir}/made.bin"
+    pods.kubectl("exec", "box", "-c", "main", "--", "sh", "-c", f"head -c {MB50} /dev/urandom > {made}")
+    out = tmp_path / "out.bin"
+    pods.kubectl("cp", f"box:{made}", str(out), "-c", "main", timeout=50)
+    assert out.stat().st_size == MB50
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == _sha256_inside(pods, made)
+
+
+def _sha256_inside(pods: Pods, path: str) -> str:
+    return pods.kubectl("exec", "box", "-c", "main", "--", "sha256sum", path).stdout.split()[0]
 
 
 # --- port-forward -------------------------------------------------------------------------------
