@@ -159,6 +159,11 @@ def test_exec_it_shell_on_a_terminal(pods: Pods) -> None:
         term.expect(rb"\b24 80\r\n")  # the terminal's size when kubectl started
         term.type("echo typed-$((6*7))\r")
         term.expect(rb"typed-42\r\n")
+        term.type("sleep 60\r")
+        time.sleep(0.5)
+        term.type("\x03")  # ^C: the terminal's interrupt reaches the command in the container
+        term.type("echo after-$((1+1))\r")
+        term.expect(rb"after-2\r\n", timeout=10)
         term.resize(37, 111)
         time.sleep(0.5)  # the resize travels on its own stream: let it land before asking
         term.type("stty size\r")
@@ -194,17 +199,19 @@ def test_attach_follows_output(pods: Pods) -> None:
 
 
 def test_attach_stdin(pods: Pods) -> None:
-    attach = subprocess.Popen(pods.argv("attach", "-i", "box", "-c", "reader"), stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
-    try:
-        assert attach.stdin is not None and attach.stdout is not None
-        for word in ("hello", "world"):
-            attach.stdin.write(f"{word}\n")
-            attach.stdin.flush()
-            assert _line(attach) == f"got: {word}\n"
-    finally:
-        attach.kill()  # not EOF on stdin: the reader would end and restart
-        attach.communicate()
+    """Typed lines reach the container; a second attach after the first went away still does."""
+    for words in (("hello", "world"), ("again",)):
+        attach = subprocess.Popen(pods.argv("attach", "-i", "box", "-c", "reader"), stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
+        try:
+            assert attach.stdin is not None
+            for word in words:
+                attach.stdin.write(f"{word}\n")
+                attach.stdin.flush()
+                assert _line(attach) == f"got: {word}\n"
+        finally:
+            attach.kill()  # not EOF on stdin: the reader would end and restart
+            attach.communicate()
 
 
 def test_attach_it_types_into_a_tty_container(pods: Pods) -> None:
