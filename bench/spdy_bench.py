@@ -41,12 +41,13 @@ from websockets.typing import Subprotocol
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from benchkit import pct
+from clusterkit import cluster_node
 from results_md import update_section
 
 from kubeletapi.streaming.spdy import frames as fr
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.node import Node
-from tests.netns import TestNetwork
 from tests.streaming.spdyclient import SpdyClient, upgrade_on
 
 TRIALS = int(os.environ.get("BENCH_TRIALS", "100"))
@@ -82,11 +83,6 @@ class Figures:
     def add(self, name: str, value: str, goal: str = "") -> None:
         self.rows.append(f"| {name} | {value} | {goal} |")
         print(name, value, goal, flush=True)
-
-
-def pct(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
 def spdy_exec(ep: Endpoint, command: str) -> tuple[float, int]:
@@ -261,24 +257,9 @@ def main() -> int:
     if os.geteuid() != 0:
         print("spdy_bench needs root (test network, cgroups)", file=sys.stderr)
         return 1
-    net = TestNetwork.create()
     out = Figures()
-    with tempfile.TemporaryDirectory() as tmp:
-        base = Path(tmp)
-        plane = ControlPlane(base / "plane", node_ip=net.host)
-        node: Node | None = None
-        try:
-            plane.start()
-            (base / "node").mkdir()
-            node = Node(plane, base / "node")
-            node.start()
-            measure(plane, node, out)
-        finally:
-            if node is not None:
-                plane.kubectl("delete", "namespace", "bench", "--wait=false", check=False)
-                node.remove()
-            plane.stop()
-            net.remove()
+    with tempfile.TemporaryDirectory() as tmp, cluster_node(Path(tmp)) as (plane, node):
+        measure(plane, node, out)
     body = render(out)
     update_section("SPDY streaming (issue 15)", body)
     print(body)

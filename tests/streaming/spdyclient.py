@@ -1,8 +1,9 @@
 """A small blocking SPDY/3.1 client for tests: the upgrade request, then frames both ways.
 
-It frames with kubeletapi.streaming.spdy.frames (the Go client in tests/spdyclient checks the
-framer against client-go independently). `upgrade()` sends the request and returns the answer's
-status, headers and, on 101, a SpdyClient over the same connection.
+It frames with kubeletapi.streaming.spdy.frames; client-go's own SPDY client
+(tests/cluster/k8s/spdyclient, driven by tests/streaming/goclient.py) checks the server
+independently. `upgrade()` sends the request and returns the answer's status, headers and, on
+101, a SpdyClient over the same connection.
 """
 
 from __future__ import annotations

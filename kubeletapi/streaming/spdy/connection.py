@@ -32,6 +32,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from kubeletapi.clock import Clock, RealClock
+from kubeletapi.streaming.idle import IdleTimer
 from kubeletapi.streaming.spdy import frames as fr
 
 log = logging.getLogger(__name__)
@@ -150,9 +151,7 @@ class SpdyConnection(asyncio.Protocol):
                  clock: Clock | None = None) -> None:
         self.transport = transport
         self._accept = accept
-        self._clock: Clock = clock or RealClock()
-        self._idle = idle_timeout_s if idle_timeout_s and idle_timeout_s > 0 else None
-        self._last = self._clock.monotonic()
+        self._idle = IdleTimer(idle_timeout_s, clock or RealClock())
         self._parser = fr.FrameParser()
         self._compressor = fr.HeaderCompressor()
         self._streams: dict[int, SpdyStream] = {}
@@ -174,7 +173,7 @@ class SpdyConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._input_ended:
             return
-        self._last = self._clock.monotonic()
+        self._idle.touch()
         try:
             for frame in self._parser.feed(data):
                 self._handle(frame)
@@ -212,15 +211,7 @@ class SpdyConnection(asyncio.Protocol):
 
     async def idle(self) -> None:
         """Return once no frame moved for the idle timeout (never without one)."""
-        while True:
-            if self._idle is None:
-                await self._clock.sleep(3600)
-                continue
-            remaining = self._last + self._idle - self._clock.monotonic()
-            if remaining <= 0:
-                log.info("closing a SPDY stream connection idle for %ss", self._idle)
-                return
-            await self._clock.sleep(remaining)
+        await self._idle.expired()
 
     async def close(self) -> None:
         """Reset the streams this side has not finished, GOAWAY, and close (see the docstring)."""
@@ -336,7 +327,7 @@ class SpdyConnection(asyncio.Protocol):
     def _write(self, data: bytes) -> None:
         if self._gone or self.transport.is_closing():
             return
-        self._last = self._clock.monotonic()
+        self._idle.touch()
         self.transport.write(data)
 
     async def _send(self, data: bytes) -> None:
