@@ -4,7 +4,7 @@ port-forward`, and the Python client's stream(). kubectl speaks WebSocket (v5.ch
 port-forward tunnelled) to the API server, which speaks SPDY/3.1 to the node; the Python client
 offers v5 (translated to SPDY the same way) and v4 (proxied byte for byte to the node's WebSocket).
 
-One node and one set of pods per runtime (module scope: the tests only read from them, and the one
+One node and one set of pods per runtime (module scope: no test changes what another one uses; the one
 test that ends a container has a pod of its own):
 - `box`: `main` (sleeps; exec, cp), `printer` (prints tick-<n> five times a second), `reader`
   (stdin: true; prints `got: <line>` for every line), `web` (an HTTP server on a free port: the
