@@ -172,6 +172,7 @@ class SpdyConnection(asyncio.Protocol):
         self._gone = False  # the transport is lost
         self._input_ended = False  # GOAWAY received, a protocol error, or the transport lost
         self._goaway_sent = False
+        self._peer_done = asyncio.Event()  # the peer closed its side or the transport is gone
         self.lost = asyncio.Event()  # the transport is gone
         self.ended = asyncio.Event()  # no more input will come (lost, GOAWAY, a protocol error)
 
@@ -190,6 +191,7 @@ class SpdyConnection(asyncio.Protocol):
             self._fail(exc.status)
 
     def eof_received(self) -> bool | None:
+        self._peer_done.set()
         self._end_input()
         return True  # keep our side open: the answer may still be on its way
 
@@ -198,6 +200,7 @@ class SpdyConnection(asyncio.Protocol):
         self._writable.set()
         self._end_input()
         self.lost.set()
+        self._peer_done.set()
 
     def pause_writing(self) -> None:
         self._writable.clear()
@@ -245,7 +248,7 @@ class SpdyConnection(asyncio.Protocol):
             return
         try:
             async with asyncio.timeout(LINGER_S):
-                await self.lost.wait()
+                await self._peer_done.wait()
         except TimeoutError:
             pass
         finally:
