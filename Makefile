@@ -15,7 +15,7 @@ DEB_PACKAGES := wrk curl prometheus prometheus-node-exporter containerd runc con
 # proxy by scripts/cluster-bin.sh into a cache outside the checkout, once per version.
 K8S_VERSION := $(shell awk '/^require k8s.io\/kubernetes /{print $$3}' tests/cluster/k8s/go.mod)
 CLUSTER_BIN ?= $(HOME)/.cache/kubeletapi/k8s-$(K8S_VERSION)
-CLUSTER_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kubectl
+CLUSTER_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kubectl spdyclient
 
 .PHONY: all venv deb run test test-fast lint typecheck importlint pytest openapi proto bench clean cluster-bin
 
@@ -79,7 +79,7 @@ openapi: venv
 proto: venv
 	PYTHON=$(BIN)/python scripts/cri_proto.sh
 
-bench: venv deb
+bench: venv deb cluster-bin
 	$(BIN)/python bench/http_bench.py
 	$(BIN)/python bench/pod_bench.py
 	$(BIN)/python bench/stats_bench.py
@@ -89,6 +89,8 @@ bench: venv deb
 	$(BIN)/python bench/crash_bench.py
 	$(BIN)/python bench/reliability_bench.py
 	$(BIN)/python bench/api_bench.py
+	$(BIN)/python bench/apiserver_bench.py
+	$(BIN)/python bench/spdy_bench.py
 
 clean:
 	rm -rf $(VENV) .run .mypy_cache .pytest_cache .ruff_cache .coverage .coverage.* htmlcov

@@ -36,11 +36,11 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # tests.cluster: the control plane
+from clusterkit import cluster_node
 from results_md import update_section
 
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.node import Node
-from tests.netns import TestNetwork
 
 PODS = 110
 STEADY_S = int(os.environ.get("BENCH_STEADY_SECONDS", "120"))
@@ -191,23 +191,8 @@ def main() -> int:
     if os.geteuid() != 0:
         print("apiserver_bench needs root (test network, cgroups)", file=sys.stderr)
         return 1
-    net = TestNetwork.create()
-    with tempfile.TemporaryDirectory() as tmp:
-        base = Path(tmp)
-        plane = ControlPlane(base / "plane", node_ip=net.host, audit_nodes=True)
-        node: Node | None = None
-        try:
-            plane.start()
-            (base / "node").mkdir()
-            node = Node(plane, base / "node")
-            node.start()
-            figures = measure(plane, node)
-        finally:
-            if node is not None:
-                plane.kubectl("delete", "namespace", "bench", "--wait=false", check=False)
-                node.remove()
-            plane.stop()
-            net.remove()
+    with tempfile.TemporaryDirectory() as tmp, cluster_node(Path(tmp), audit_nodes=True) as (plane, node):
+        figures = measure(plane, node)
     body = render(figures)
     update_section("Apiserver mode", body)
     print(body)

@@ -199,6 +199,9 @@ class FakeNode(Listening):
         return self.listeners[listener].port
 
     def close(self) -> None:
+        """Stop the listeners and the loop (idempotent: a test may stop its node early)."""
+        if self._loop.loop.is_closed():
+            return
         try:
             self._loop.run(self._stop())
         finally:

@@ -75,7 +75,10 @@ class Hijacked(asyncio.Protocol):
         self.inner.data_received(data)
 
     def eof_received(self) -> bool | None:
-        return self.inner.eof_received()
+        keep_open = self.inner.eof_received()
+        # asyncio's TLS transport closes after the peer's close_notify whatever the answer (and
+        # warns when told otherwise): only a plain transport can stay half open.
+        return None if self.transport.get_extra_info("sslcontext") is not None else keep_open
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._connections.discard(self)

@@ -14,9 +14,9 @@ from collections.abc import Awaitable, Callable
 from starlette.responses import PlainTextResponse, Response
 
 from kubeletapi.server.hijack import UpgradeResponse, switching_protocols
+from kubeletapi.spdy.connection import Accept, SpdyConnection
 from kubeletapi.streaming.remotecommand import RemoteCommand
 from kubeletapi.streaming.spdy import handshake
-from kubeletapi.streaming.spdy.connection import Accept, SpdyConnection
 from kubeletapi.streaming.spdy.portforward import accept_port_stream, serve_spdy_port_forward
 from kubeletapi.streaming.spdy.remotecommand import accept_any, serve_spdy_remote_command
 from kubeletapi.streaming.targets import ContainerStreams, PodPorts

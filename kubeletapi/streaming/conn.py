@@ -13,6 +13,7 @@ import logging
 from typing import Protocol
 
 from kubeletapi.clock import Clock, RealClock
+from kubeletapi.idle import IdleTimer
 from kubeletapi.streaming.protocol import Frame, Subprotocol, decode, encode
 
 log = logging.getLogger(__name__)
@@ -47,22 +48,20 @@ class ChannelConn:
                  clock: Clock | None = None) -> None:
         self.ws = ws
         self.proto = proto
-        self._idle = idle_timeout_s if idle_timeout_s and idle_timeout_s > 0 else None
-        self._clock: Clock = clock or RealClock()
-        self._last = self._clock.monotonic()
+        self._idle = IdleTimer(idle_timeout_s, clock or RealClock())
         self._gone = False
 
     async def send(self, channel: int, data: bytes) -> None:
         """Write `data` on `channel`; Disconnected when the peer is gone."""
         if self._gone:
             raise Disconnected
-        self._last = self._clock.monotonic()
+        self._idle.touch()
         try:
             await self.ws.send(encode(self.proto, channel, data))
         except Disconnected:
             self._gone = True
             raise
-        self._last = self._clock.monotonic()
+        self._idle.touch()
 
     async def receive(self) -> Frame | None:
         """The next frame from the client; None once the peer is gone."""
@@ -71,7 +70,7 @@ class ChannelConn:
             if message is None:
                 self._gone = True
                 break
-            self._last = self._clock.monotonic()
+            self._idle.touch()
             frame = decode(self.proto, message)
             if frame is not None:
                 return frame
@@ -80,15 +79,7 @@ class ChannelConn:
 
     async def idle(self) -> None:
         """Return once no message has moved for the idle timeout (never without one)."""
-        while True:
-            if self._idle is None:
-                await self._clock.sleep(3600)
-                continue
-            remaining = self._last + self._idle - self._clock.monotonic()
-            if remaining <= 0:
-                log.info("closing a stream idle for %ss", self._idle)
-                return
-            await self._clock.sleep(remaining)
+        await self._idle.expired()
 
     async def close(self) -> None:
         """Close the WebSocket normally."""

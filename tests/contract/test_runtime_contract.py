@@ -359,6 +359,33 @@ def test_exec_stream(case: RuntimeCase) -> None:
     case.run(go())
 
 
+def test_exec_stream_stdin_to_its_end(case: RuntimeCase) -> None:
+    """close_stdin() ends the command's input (`kubectl exec -i`, `kubectl cp` into a container):
+    `wc -c` counts what was written and exits; with a tty too (`cat` sees the end of input)."""
+    async def go() -> None:
+        rt = case.runtime
+        _, cid = await started(case, config(case, "c", "sleep", "300"))
+        payload = os.urandom(300_000)
+        session = await rt.exec_stream(cid, ["wc", "-c"], StreamOptions(stdin=True))
+        try:
+            for start in range(0, len(payload), 65536):
+                await session.write_stdin(payload[start:start + 65536])
+            await session.close_stdin()
+            out, err, code = await asyncio.wait_for(collect(session), 20)
+        finally:
+            await session.close()
+        assert (out.split(), err, code) == ([b"300000"], b"", 0)
+        session = await rt.exec_stream(cid, ["cat"], StreamOptions(stdin=True, tty=True))
+        try:
+            await session.write_stdin(b"typed\n")
+            await session.close_stdin()
+            out, _, code = await asyncio.wait_for(collect(session), 20)
+        finally:
+            await session.close()
+        assert b"typed" in out and code == 0
+    case.run(go())
+
+
 def test_attach_follows_the_containers_terminal(case: RuntimeCase) -> None:
     """An attach gets the container's terminal whatever it asks: a container without one keeps
     stdout and stderr apart, one with a terminal has a single (STDOUT) stream."""

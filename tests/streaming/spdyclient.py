@@ -1,8 +1,9 @@
 """A small blocking SPDY/3.1 client for tests: the upgrade request, then frames both ways.
 
-It frames with kubeletapi.streaming.spdy.frames (the Go client in tests/spdyclient checks the
-framer against client-go independently). `upgrade()` sends the request and returns the answer's
-status, headers and, on 101, a SpdyClient over the same connection.
+It frames with kubeletapi.spdy.frames; client-go's own SPDY client
+(tests/cluster/k8s/spdyclient, driven by tests/streaming/goclient.py) checks the server
+independently. `upgrade()` sends the request and returns the answer's status, headers and, on
+101, a SpdyClient over the same connection.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kubeletapi.streaming.spdy import frames as fr
+from kubeletapi.spdy import frames as fr
 from tests.helpers import Listening, tls_client_context
 
 
@@ -83,9 +84,15 @@ def connect(node: Listening, cert: bool = True, timeout: float = 10) -> socket.s
 
 
 def upgrade(node: Listening, path: str, versions: tuple[str, ...] = ("v4.channel.k8s.io",),
-            method: str = "POST", extra: tuple[tuple[str, str], ...] = (), timeout: float = 10) -> Answer:
-    """Send an upgrade request for `path`; the answer (with a client on 101)."""
-    sock = connect(node, timeout=timeout)
+            method: str = "POST", extra: tuple[tuple[str, str], ...] = (), timeout: float = 10,
+            cert: bool = True) -> Answer:
+    """Send an upgrade request for `path` to the node's secure port; the answer (a client on 101)."""
+    return upgrade_on(connect(node, cert=cert, timeout=timeout), path, versions, method, extra)
+
+
+def upgrade_on(sock: socket.socket, path: str, versions: tuple[str, ...] = ("v4.channel.k8s.io",),
+               method: str = "POST", extra: tuple[tuple[str, str], ...] = ()) -> Answer:
+    """Send an upgrade request for `path` on a connected socket; the answer (a client on 101)."""
     lines = [f"{method} {path} HTTP/1.1", "Host: localhost", "Connection: Upgrade", "Upgrade: SPDY/3.1",
              *(f"X-Stream-Protocol-Version: {v}" for v in versions), *(f"{k}: {v}" for k, v in extra)]
     sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())

@@ -41,7 +41,7 @@ from kubeletapi.runtime.cri import convert
 from kubeletapi.runtime.cri.client import CRIClient, Timeout
 from kubeletapi.runtime.cri.gen import api_pb2 as pb
 from kubeletapi.runtime.cri.stats import CRIStatsSource
-from kubeletapi.runtime.cri.streams import CRIStreamSession, PortForwardBridges, open_stream
+from kubeletapi.runtime.cri.streams import PortForwardBridges, open_session
 from kubeletapi.runtime.streaming import StreamOptions, StreamSession
 from kubeletapi.runtime.types import (
     POD_UID,
@@ -299,7 +299,7 @@ class CRIRuntime:
         request = pb.ExecRequest(container_id=container_id, cmd=list(cmd), tty=opts.tty, stdin=opts.stdin,
                                  stdout=opts.stdout, stderr=opts.stderr and not opts.tty)
         url = (await self._client.call(rpc.EXEC, request)).url
-        return CRIStreamSession(await open_stream(url), opts)
+        return await open_session(url, opts)
 
     async def attach(self, container_id: str, opts: StreamOptions) -> StreamSession:
         answer = await self._client.call(
@@ -329,8 +329,7 @@ class CRIRuntime:
                     return 0  # detached from a container that still runs
                 await asyncio.sleep(0.05)
 
-        return CRIStreamSession(await open_stream(url), StreamOptions(opts.stdin, opts.stdout, opts.stderr, tty),
-                                exit_code)
+        return await open_session(url, StreamOptions(opts.stdin, opts.stdout, opts.stderr, tty), exit_code)
 
     async def port_forward(self, sandbox_id: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         if not 0 < port < 65536:

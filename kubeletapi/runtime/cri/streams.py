@@ -1,13 +1,16 @@
 """Exec, attach and port-forward through the CRI runtime's own streaming server.
 
 The Exec, Attach and PortForward calls answer with a single-use URL of the runtime's streaming
-server (containerd: http://127.0.0.1:<port>/{exec,attach,portforward}/<token>). kubeletapi joins it
-as a WebSocket client with the v4.channel.k8s.io subprotocol: binary messages whose first byte is
-the channel (0 stdin, 1 stdout, 2 stderr, 3 the final metav1 Status as JSON, 4 terminal resizes as
-{"Width","Height"} JSON). containerd 1.6 refuses v5.channel.k8s.io (403), so there is no way to
-half-close stdin: close_stdin() sends the terminal's end-of-input (EOT) with a tty and does nothing
-without one (the command then sees EOF only when the session closes). SPDY, which can, is not
-spoken here.
+server (containerd: http://127.0.0.1:<port>/{exec,attach,portforward}/<token>).
+
+Exec and attach join it over SPDY/3.1 (kubeletapi.spdy) with v4.channel.k8s.io, as the API
+server's clients do: one stream per requested standard stream, named by `streamType` (error,
+stdin, stdout, stderr, and resize with a tty: {"Width","Height"} JSON lines); the final metav1
+Status arrives as JSON on the error stream, then the runtime resets the streams and sends GOAWAY.
+SPDY can half-close a stream, so close_stdin() ends the command's input (FIN on the stdin stream,
+after the terminal's end-of-input character EOT with a tty, which the runtime keeps open):
+`kubectl exec -i`, `kubectl cp` into a container and a WebSocket client's v5 CLOSE reach the
+command. (The runtime's WebSocket offers no such thing: containerd 1.6 refuses v5.channel.k8s.io.)
 
 A command that cannot start is still a session (runtime.streaming.Streamer): the Status carries
 the runtime's message, which becomes stderr, and the exit code is 127 (not found) or 126.
@@ -20,7 +23,7 @@ Going through the runtime rather than dialing loopback ourselves keeps the dial 
 network namespace, which is right even when kubeletapi itself runs in another one. A failed dial
 arrives on the error channel: the reader then raises ConnectionError with the runtime's reason.
 
-Closing a session closes the WebSocket. The runtime does not kill an exec whose client left (the
+Closing a session resets its streams and closes the connection. The runtime does not kill an exec whose client left (the
 CRI has no call for it): the command runs on until it ends by itself, as under the kubelet.
 """
 
@@ -33,6 +36,7 @@ import logging
 import re
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
+from urllib.parse import urlsplit
 
 import websockets
 from websockets.asyncio.client import ClientConnection
@@ -41,27 +45,54 @@ from websockets.typing import Subprotocol
 
 from kubeletapi.errors import NotSupported, Unavailable
 from kubeletapi.runtime.streaming import STDERR, STDOUT, StreamOptions
+from kubeletapi.spdy.connection import SpdyConnection, SpdyStream, StreamGone
+from kubeletapi.spdy.dial import dial
 
 log = logging.getLogger(__name__)
 
 SUBPROTOCOL = Subprotocol("v4.channel.k8s.io")
-STDIN, ERROR, RESIZE = 0, 3, 4
 OPEN_TIMEOUT_S = 10.0
 CLOSE_TIMEOUT_S = 2.0
 CHUNK = 32 * 1024
-QUEUE_CHUNKS = 16  # output chunks buffered ahead of the consumer: a slow client slows the stream
 EOT = b"\x04"
+QUEUE_CHUNKS = 16  # output chunks buffered ahead of the consumer: a slow client slows the stream
 UNKNOWN_EXIT = -1  # closed before the end: the exit code was never reported
 _PF_PREFIX = re.compile(r"^error forwarding port \d+ to pod \S+, uid : ")
 
 
-def websocket_url(url: str) -> str:
-    if url.startswith("http://"):
-        return "ws://" + url[len("http://"):]
+def _plain_http(url: str) -> None:
     if url.startswith("https://"):
         raise NotSupported(f"the runtime's streaming server is TLS ({url}): kubeletapi joins plain-HTTP "
                            "streaming servers only (containerd: enable_tls_streaming = false)")
-    raise Unavailable(f"the runtime answered an unusable streaming URL {url!r}")
+    if not url.startswith("http://"):
+        raise Unavailable(f"the runtime answered an unusable streaming URL {url!r}")
+
+
+def websocket_url(url: str) -> str:
+    _plain_http(url)
+    return "ws://" + url[len("http://"):]
+
+
+async def open_session(url: str, opts: StreamOptions,
+                       exit_code: Callable[[], Awaitable[int]] | None = None) -> CRIStreamSession:
+    """An exec or attach session on a streaming URL: the SPDY connection and the streams the
+    request asked for (the runtime starts the command once they are all there)."""
+    _plain_http(url)
+    parts = urlsplit(url)
+    try:
+        host, port = parts.hostname or "127.0.0.1", parts.port or 80
+    except ValueError:
+        raise Unavailable(f"the runtime answered an unusable streaming URL {url!r}") from None
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    conn = await dial(host, port, path, SUBPROTOCOL, OPEN_TIMEOUT_S)
+    wanted = {"error": True, "stdin": opts.stdin, "stdout": opts.stdout, "stderr": opts.stderr and not opts.tty,
+              "resize": opts.tty}
+    try:
+        streams = {name: conn.open_stream({"streamtype": [name]}) for name, on in wanted.items() if on}
+    except StreamGone:
+        await conn.close()
+        raise Unavailable(f"the runtime's stream at {url} closed at once") from None
+    return CRIStreamSession(conn, streams, opts, exit_code)
 
 
 async def open_stream(url: str) -> ClientConnection:
@@ -106,9 +137,10 @@ def exit_status(raw: bytes | None) -> tuple[int, bytes]:
 class CRIStreamSession:
     """An exec or attach on the runtime's streaming server (runtime.streaming.StreamSession)."""
 
-    def __init__(self, ws: ClientConnection, opts: StreamOptions,
+    def __init__(self, conn: SpdyConnection, streams: dict[str, SpdyStream], opts: StreamOptions,
                  exit_code: Callable[[], Awaitable[int]] | None = None) -> None:
-        self._ws = ws
+        self._conn = conn
+        self._streams = streams
         self._opts = opts
         self._exit_code = exit_code  # attach: the container's, asked once the stream ended
         self._queue: asyncio.Queue[tuple[int, bytes] | None] = asyncio.Queue(QUEUE_CHUNKS)
@@ -117,18 +149,9 @@ class CRIStreamSession:
         self._reader = asyncio.create_task(self._read(), name="cri-stream-reader")
 
     async def _read(self) -> None:
-        status: bytes | None = None
-        try:
-            async for message in self._ws:
-                data = _as_bytes(message)
-                if len(data) < 2:
-                    continue  # the runtime opens each channel with an empty message
-                if data[0] in (STDOUT, STDERR):
-                    await self._queue.put((data[0], data[1:]))
-                elif data[0] == ERROR:
-                    status = data[1:]
-        except ConnectionClosed:
-            pass
+        outputs = [self._pump(self._streams[name], channel)
+                   for name, channel in (("stdout", STDOUT), ("stderr", STDERR)) if name in self._streams]
+        status, *_ = await asyncio.gather(self._status(), *outputs)
         code, text = exit_status(status)
         if text:
             await self._queue.put((STDERR, text))
@@ -138,28 +161,41 @@ class CRIStreamSession:
         if not self._exit.done():
             self._exit.set_result(code)
 
-    async def write_stdin(self, data: bytes) -> None:
-        if not self._opts.stdin or self._closed:
+    async def _pump(self, stream: SpdyStream, channel: int) -> None:
+        while (chunk := await stream.read()) is not None:
+            await self._queue.put((channel, chunk))
+
+    async def _status(self) -> bytes | None:
+        raw = b""
+        while (chunk := await self._streams["error"].read()) is not None:
+            raw += chunk
+        return raw or None
+
+    async def _write(self, name: str, data: bytes) -> None:
+        if self._closed or name not in self._streams:
             return
-        try:
-            for start in range(0, len(data), CHUNK):
-                await self._ws.send(bytes((STDIN,)) + data[start:start + CHUNK])
-        except ConnectionClosed:
-            pass  # the command ended: its input goes nowhere, as with a closed pipe
+        with contextlib.suppress(StreamGone):  # the command ended: its input goes nowhere
+            await self._streams[name].write(data)
+
+    async def write_stdin(self, data: bytes) -> None:
+        await self._write("stdin", data)
 
     async def close_stdin(self) -> None:
-        if self._opts.stdin and self._opts.tty:
-            await self.write_stdin(EOT)
+        stdin = self._streams.get("stdin")
+        if stdin is not None and not self._closed:
+            with contextlib.suppress(StreamGone):
+                if self._opts.tty:
+                    # the runtime keeps a terminal open when its input stream ends: the end of
+                    # input of a terminal is its EOF character, as for a user at the keyboard
+                    await stdin.write(EOT)
+                await stdin.close()
 
     async def output(self) -> AsyncIterator[tuple[int, bytes]]:
         while (item := await self._queue.get()) is not None:
             yield item
 
     async def resize(self, width: int, height: int) -> None:
-        if not self._opts.tty or self._closed:
-            return
-        with contextlib.suppress(ConnectionClosed):
-            await self._ws.send(bytes((RESIZE,)) + json.dumps({"Width": width, "Height": height}).encode())
+        await self._write("resize", json.dumps({"Width": width, "Height": height}).encode() + b"\n")
 
     async def wait(self) -> int:
         return await asyncio.shield(self._exit)
@@ -170,8 +206,7 @@ class CRIStreamSession:
         self._closed = True
         self._reader.cancel()
         await asyncio.gather(self._reader, return_exceptions=True)
-        with contextlib.suppress(OSError, WebSocketException):
-            await self._ws.close()
+        await self._conn.close()
         while not self._queue.empty():  # nobody reads any more: make room for the end marker
             self._queue.get_nowait()
         self._queue.put_nowait(None)

@@ -1,10 +1,11 @@
-"""/exec, /attach and /portForward (GET and POST; WebSocket upgrade), authorized as nodes/proxy.
+"""/exec, /attach and /portForward (GET and POST; WebSocket or SPDY upgrade), authorized as nodes/proxy.
 
 Checks run in the kubelet's order, on plain requests and handshakes alike: stream options (400
 `you must specify at least 1 of stdin, stdout, stderr`; port-forward handshakes: the `port` query,
 400), the pod (404 `pod does not exist`), the running container or sandbox (500, the kubelet's
 error text). A plain request that passes them gets the kubelet proxy's 500 `Upgrade request
-required`; a handshake then negotiates the subprotocol (none in common: 403) and is served by
+required`, unless it asks for SPDY/3.1 (server/spdyupgrade.py: negotiation, then the connection is
+taken over); a WebSocket handshake then negotiates the subprotocol (none in common: 403) and is served by
 kubeletapi.streaming. Refused handshakes get these statuses and bodies as HTTP responses.
 """
 
@@ -35,9 +36,11 @@ from kubeletapi.streaming.targets import ContainerStreams, PodPorts
 
 Query = Sequence[tuple[str, str]]
 UPGRADE = ("A WebSocket handshake (GET, `Upgrade: websocket`) offering a channel.k8s.io subprotocol "
-           "(v5, v4, base64, v1; port-forward: v4.channel.k8s.io / portforward.k8s.io) is upgraded and the "
-           "session served; SPDY is not supported. Any other request gets the same checks, then 500 "
-           "`Upgrade request required`.")
+           "(v5, v4, base64, v1; port-forward: v4.channel.k8s.io) is upgraded and the session served. A "
+           "SPDY upgrade (`Connection: Upgrade`, `Upgrade: SPDY/3.1`, any method, usually POST) negotiates "
+           "`X-Stream-Protocol-Version` (v4.channel.k8s.io, v3, v2, channel.k8s.io; port-forward: "
+           "portforward.k8s.io) and answers 101 (no version: 400, or 200 for port-forward; none in common: "
+           "403). Any other request gets the same checks, then 500 `Upgrade request required`.")
 SWITCHED: Doc = {"description": "Switching Protocols: the WebSocket session.", "headers": {
     "Sec-WebSocket-Protocol": {"description": "The subprotocol chosen.", "schema": {"type": "string"}}}}
 REFUSALS: dict[int | str, Doc] = {

@@ -24,8 +24,8 @@ from typing import Any
 from kubeletapi.aio import cancel_and_wait
 from kubeletapi.errors import KubeletError
 from kubeletapi.gofmt import go_quote
+from kubeletapi.spdy.connection import SpdyConnection, SpdyStream, StreamGone
 from kubeletapi.streaming.portforward import forward_error, parse_uint16
-from kubeletapi.streaming.spdy.connection import SpdyConnection, SpdyStream, StreamGone
 from kubeletapi.streaming.targets import PodPorts
 
 log = logging.getLogger(__name__)

@@ -20,10 +20,10 @@ import logging
 from dataclasses import dataclass, fields
 
 from kubeletapi.aio import cancel_and_wait
+from kubeletapi.spdy.connection import SpdyConnection, SpdyStream, StreamGone
 from kubeletapi.streaming.conn import Disconnected
 from kubeletapi.streaming.protocol import Frame, Subprotocol
 from kubeletapi.streaming.remotecommand import ERROR, RESIZE, STDIN, RemoteCommand, serve_remote_command
-from kubeletapi.streaming.spdy.connection import SpdyConnection, SpdyStream, StreamGone
 from kubeletapi.streaming.targets import ContainerStreams
 
 log = logging.getLogger(__name__)
@@ -50,15 +50,16 @@ def accept_any(headers: object) -> None:
 
 
 async def wait_for_streams(conn: SpdyConnection, version: int, request: RemoteCommand,
-                           timeout_s: float = STREAM_CREATION_TIMEOUT_S) -> Streams | None:
-    """The streams, once the expected number arrived; None when the client left or took too long."""
+                           timeout_s: float | None = None) -> Streams | None:
+    """The streams, once the expected number arrived; None when the client left or took too long
+    (`timeout_s`, default STREAM_CREATION_TIMEOUT_S)."""
     opts = request.opts
     resizing = version >= 3
     expected = 1 + opts.stdin + opts.stdout + opts.stderr + (opts.tty and resizing)
     known = {f.name for f in fields(Streams)} - (set() if resizing else {"resize"})
     streams, received = Streams(), 0
     try:
-        async with asyncio.timeout(timeout_s):
+        async with asyncio.timeout(timeout_s or STREAM_CREATION_TIMEOUT_S):
             while received < expected:
                 stream = await conn.next_stream()
                 if stream is None:

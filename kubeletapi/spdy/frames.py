@@ -24,7 +24,7 @@ import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kubeletapi.streaming.spdy.dictionary import HEADER_DICTIONARY
+from kubeletapi.spdy.dictionary import HEADER_DICTIONARY
 
 VERSION = 3
 SYN_STREAM, SYN_REPLY, RST_STREAM, SETTINGS, PING, GOAWAY, HEADERS, WINDOW_UPDATE = 1, 2, 3, 4, 6, 7, 8, 9

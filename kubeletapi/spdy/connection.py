@@ -1,7 +1,7 @@
-"""One SPDY/3.1 server connection: the asyncio protocol of an upgraded transport, and its streams.
+"""One SPDY/3.1 connection: the asyncio protocol of an upgraded transport, and its streams.
 
-What it does is what the kubelet's streaming server (moby/spdystream under apimachinery's
-httpstream) does, with every peer error answered instead of ignored:
+As a server (with `accept`), it does what the kubelet's streaming server (moby/spdystream under
+apimachinery's httpstream) does, with every peer error answered instead of ignored:
 - a SYN_STREAM with a new, odd, increasing id is offered to `accept` (its headers); a refusal
   resets it (RST_STREAM CANCEL, as spdystream's Reset), else it gets an empty SYN_REPLY and waits
   in next_stream(). An id that does not increase or is even: RST_STREAM PROTOCOL_ERROR; more than
@@ -14,6 +14,9 @@ httpstream) does, with every peer error answered instead of ignored:
   ignored; RST_STREAM ends that stream; GOAWAY ends the input: no new streams, every stream's
   input ends;
 - a frame the parser refuses: GOAWAY PROTOCOL_ERROR and the transport closed.
+As a client (no `accept`), it opens the streams (open_stream: odd ids from 1), takes SYN_REPLY
+(a FIN there ends the stream's input), refuses the server's streams (RST_STREAM REFUSED_STREAM),
+echoes the server's (even) PINGs and ignores DATA for streams it no longer has.
 close() ends it as the kubelet's server does: RST_STREAM CANCEL on each stream this side has not
 finished, GOAWAY OK naming the last stream received, then the transport is closed once the peer
 closed its side or LINGER_S passed (so the peer reads everything before a reset can drop it).
@@ -36,7 +39,8 @@ from collections.abc import Callable
 from typing import Protocol
 
 from kubeletapi.clock import Clock, RealClock
-from kubeletapi.streaming.spdy import frames as fr
+from kubeletapi.idle import IdleTimer
+from kubeletapi.spdy import frames as fr
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +52,7 @@ LINGER_S = 2.0
 
 # accept(headers) -> None to take the stream, or the reason it is refused (the stream is reset).
 Accept = Callable[[fr.Headers], str | None]
+SERVER_PING, CLIENT_PING = 0, 1  # ping id parity of each side's own pings
 
 
 class Transport(Protocol):
@@ -148,15 +153,15 @@ class SpdyStream:
 
 
 class SpdyConnection(asyncio.Protocol):
-    """The server side of one upgraded connection (see the module docstring)."""
+    """One upgraded connection, the server's (with `accept`) or the client's (see the docstring)."""
 
-    def __init__(self, transport: Transport, accept: Accept, idle_timeout_s: float | None = None,
+    def __init__(self, transport: Transport, accept: Accept | None, idle_timeout_s: float | None = None,
                  clock: Clock | None = None) -> None:
         self.transport = transport
         self._accept = accept
-        self._clock: Clock = clock or RealClock()
-        self._idle = idle_timeout_s if idle_timeout_s and idle_timeout_s > 0 else None
-        self._last = self._clock.monotonic()
+        self._peer_pings = CLIENT_PING if accept is not None else SERVER_PING
+        self._own_next = 1  # the client's next stream id
+        self._idle = IdleTimer(idle_timeout_s, clock or RealClock())
         self._parser = fr.FrameParser()
         self._compressor = fr.HeaderCompressor()
         self._streams: dict[int, SpdyStream] = {}
@@ -172,6 +177,7 @@ class SpdyConnection(asyncio.Protocol):
         self._gone = False  # the transport is lost
         self._input_ended = False  # GOAWAY received, a protocol error, or the transport lost
         self._goaway_sent = False
+        self._peer_done = asyncio.Event()  # the peer closed its side or the transport is gone
         self.lost = asyncio.Event()  # the transport is gone
         self.ended = asyncio.Event()  # no more input will come (lost, GOAWAY, a protocol error)
 
@@ -179,7 +185,7 @@ class SpdyConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._input_ended:
             return
-        self._last = self._clock.monotonic()
+        self._idle.touch()
         try:
             for frame in self._parser.feed(data):
                 self._handle(frame)
@@ -190,6 +196,7 @@ class SpdyConnection(asyncio.Protocol):
             self._fail(exc.status)
 
     def eof_received(self) -> bool | None:
+        self._peer_done.set()
         self._end_input()
         return True  # keep our side open: the answer may still be on its way
 
@@ -198,6 +205,7 @@ class SpdyConnection(asyncio.Protocol):
         self._writable.set()
         self._end_input()
         self.lost.set()
+        self._peer_done.set()
 
     def pause_writing(self) -> None:
         self._writable.clear()
@@ -206,6 +214,21 @@ class SpdyConnection(asyncio.Protocol):
     def resume_writing(self) -> None:
         self._writable.set()
         self._flow()
+
+    # --- what the client does with it ---
+    def open_stream(self, headers: fr.Headers, fin: bool = False) -> SpdyStream:
+        """A new stream (SYN_STREAM with `headers`); StreamGone when the connection is gone."""
+        if self._accept is not None:
+            raise RuntimeError("a server does not open streams")
+        if self._gone or self.transport.is_closing() or self._own_next > fr.MAX_STREAM_ID:
+            raise StreamGone
+        stream = SpdyStream(self, self._own_next, headers, remote_fin=False, local_fin=fin)
+        self._own_next += 2
+        self._streams[stream.id] = stream
+        self._write(fr.syn_stream(self._compressor, stream.id, headers, fin))
+        if self._input_ended:
+            stream._end_input()
+        return stream
 
     # --- what the server does with it ---
     async def next_stream(self) -> SpdyStream | None:
@@ -219,15 +242,7 @@ class SpdyConnection(asyncio.Protocol):
 
     async def idle(self) -> None:
         """Return once no frame moved for the idle timeout (never without one)."""
-        while True:
-            if self._idle is None:
-                await self._clock.sleep(3600)
-                continue
-            remaining = self._last + self._idle - self._clock.monotonic()
-            if remaining <= 0:
-                log.info("closing a SPDY stream connection idle for %ss", self._idle)
-                return
-            await self._clock.sleep(remaining)
+        await self._idle.expired()
 
     async def close(self) -> None:
         """Reset the streams this side has not finished, GOAWAY, and close (see the docstring)."""
@@ -240,7 +255,7 @@ class SpdyConnection(asyncio.Protocol):
             return
         try:
             async with asyncio.timeout(LINGER_S):
-                await self.lost.wait()
+                await self._peer_done.wait()
         except TimeoutError:
             pass
         finally:
@@ -264,8 +279,10 @@ class SpdyConnection(asyncio.Protocol):
                 if stream is not None:
                     stream.local_closed = True
                     stream._end_input()
-            case fr.Ping() if frame.ping_id & 1:
+            case fr.Ping() if (frame.ping_id & 1) == self._peer_pings:
                 self._write(fr.ping(frame.ping_id))
+            case fr.SynReply() if frame.fin and frame.stream_id in self._streams:
+                self._streams[frame.stream_id]._end_input()
             case fr.GoAway():
                 self._end_input()
             case fr.Rejected():
@@ -274,7 +291,7 @@ class SpdyConnection(asyncio.Protocol):
                 log.info("resetting SPDY stream %d: %s", frame.stream_id, frame.reason)
                 self._reset_id(frame.stream_id, frame.status)
             case _:
-                pass  # SYN_REPLY, HEADERS, SETTINGS, WINDOW_UPDATE, our own PING answered
+                pass  # SYN_REPLY, HEADERS, SETTINGS, WINDOW_UPDATE, the answer to a PING of ours
 
     def _on_data(self, frame: fr.Data) -> None:
         stream = self._streams.get(frame.stream_id)
@@ -282,7 +299,7 @@ class SpdyConnection(asyncio.Protocol):
             stream._feed(frame.data, frame.fin)
             if stream.remote_closed and stream.local_closed:
                 self._streams.pop(frame.stream_id, None)
-        elif frame.stream_id >= self._next_id or not frame.stream_id & 1:
+        elif self._accept is not None and (frame.stream_id >= self._next_id or not frame.stream_id & 1):
             self._write(fr.rst_stream(frame.stream_id, fr.INVALID_STREAM))
 
     def _claim_id(self, stream_id: int) -> bool:
@@ -295,6 +312,9 @@ class SpdyConnection(asyncio.Protocol):
 
     def _on_syn_stream(self, frame: fr.SynStream) -> None:
         if self._goaway_sent:
+            return
+        if self._accept is None:
+            self._write(fr.rst_stream(frame.stream_id, fr.REFUSED_STREAM))  # no server push here
             return
         if not self._claim_id(frame.stream_id):
             self._reset_id(frame.stream_id, fr.PROTOCOL_ERROR)
@@ -351,7 +371,7 @@ class SpdyConnection(asyncio.Protocol):
     def _write(self, data: bytes) -> None:
         if self._gone or self.transport.is_closing():
             return
-        self._last = self._clock.monotonic()
+        self._idle.touch()
         self.transport.write(data)
 
     async def _send(self, data: bytes) -> None:
