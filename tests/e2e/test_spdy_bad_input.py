@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import pytest
 
-from kubeletapi.streaming.spdy import frames as fr
+from kubeletapi.spdy import frames as fr
 from tests.e2e.test_exec import Node, node  # noqa: F401 - the module's agent and pods
 from tests.podtools import wait_for
 from tests.streaming.spdyclient import SpdyClient, upgrade

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from kubeletapi.clock import FakeClock
-from kubeletapi.streaming.spdy import frames as fr
-from kubeletapi.streaming.spdy.connection import SpdyConnection
-from kubeletapi.streaming.spdy.dictionary import HEADER_DICTIONARY
+from kubeletapi.spdy import frames as fr
+from kubeletapi.spdy.connection import SpdyConnection
+from kubeletapi.spdy.dictionary import HEADER_DICTIONARY
 
 ANSWER_TYPES = (fr.RstStream, fr.GoAway, fr.SynReply, fr.Ping)
 PARSER_BOUND = fr.HEAD + fr.MAX_LENGTH  # the largest legal frame: a data frame of 2^24 - 1 bytes

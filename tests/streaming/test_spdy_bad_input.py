@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import struct
 
-from kubeletapi.streaming.spdy import frames as fr
+from kubeletapi.spdy import frames as fr
 from tests.streaming.spdyfuzz import FakeTransport, Harness, control, encode
 
 WRITE_HIGH_WATER = 64 * 1024  # asyncio's default

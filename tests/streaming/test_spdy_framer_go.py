@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from kubeletapi.streaming.spdy import frames as fr
+from kubeletapi.spdy import frames as fr
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -36,9 +36,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubeletapi.streaming.spdy import frames as fr
-from kubeletapi.streaming.spdy.connection import HIGH_WATER, LOW_WATER
-from kubeletapi.streaming.spdy.dictionary import HEADER_DICTIONARY
+from kubeletapi.spdy import frames as fr
+from kubeletapi.spdy.connection import HIGH_WATER, LOW_WATER
+from kubeletapi.spdy.dictionary import HEADER_DICTIONARY
 from tests.streaming.spdyfuzz import (
     ClientCompressor,
     Harness,
