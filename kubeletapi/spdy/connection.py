@@ -23,11 +23,13 @@ closed its side or LINGER_S passed (so the peer reads everything before a reset 
 
 Input is buffered per stream; past HIGH_WATER bytes in all streams together, reading pauses
 until the readers took it below LOW_WATER, so a process that does not read its stdin slows the
-client down instead of filling memory. Writes wait while the transport's buffer is full, and
-reading pauses then too: the answers to a client's frames (PING echoes, RST_STREAMs) are written
-as the frames are read, and a client that sends without reading them would otherwise fill the
-transport's buffer without bound. The idle timeout (streamingConnectionIdleTimeout) counts from
-the last frame read or written.
+client down instead of filling memory. Writes wait while the transport's buffer is full. The
+frames that answer the peer's (PING echoes, RST_STREAMs, SYN_REPLYs) are written as the peer's
+are read: a peer that sends without reading the answers (a PING or RST flood) has its
+connection dropped once MAX_UNSENT_ANSWERS of them were written while the transport's buffer
+was full, as Go's HTTP/2 server does (maxQueuedControlFrames); reading is not paused for it, so
+a peer whose reading waits on its writing cannot deadlock. The idle timeout
+(streamingConnectionIdleTimeout) counts from the last frame read or written.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ MAX_DATA_FRAME = 256 * 1024
 HIGH_WATER = 1 << 20
 LOW_WATER = 256 * 1024
 LINGER_S = 2.0
+MAX_UNSENT_ANSWERS = 10_000  # Go's HTTP/2 server: maxQueuedControlFrames
 
 # accept(headers) -> None to take the stream, or the reason it is refused (the stream is reset).
 Accept = Callable[[fr.Headers], str | None]
@@ -73,6 +76,10 @@ class Transport(Protocol):
 
 class StreamGone(Exception):
     """The connection is gone: nothing more can be written."""
+
+
+class _Flooded(fr.SessionError):
+    """The peer sends frames that need answers without reading the answers."""
 
 
 class SpdyStream:
@@ -170,8 +177,9 @@ class SpdyConnection(asyncio.Protocol):
         self._next_id = 1  # the lowest id a new client stream may have
         self._last_received = 0
         self._pending = 0
-        self._input_full = False  # over HIGH_WATER, until below LOW_WATER
         self._read_paused = False
+        self._answering = False  # inside data_received: what is written answers the peer
+        self._unsent_answers = 0  # answers written since the transport's buffer filled
         self._writable = asyncio.Event()
         self._writable.set()
         self._gone = False  # the transport is lost
@@ -186,6 +194,7 @@ class SpdyConnection(asyncio.Protocol):
         if self._input_ended:
             return
         self._idle.touch()
+        self._answering = True
         try:
             for frame in self._parser.feed(data):
                 self._handle(frame)
@@ -193,7 +202,9 @@ class SpdyConnection(asyncio.Protocol):
                     return
         except fr.SessionError as exc:
             log.info("closing a SPDY connection from a client that sent a bad frame: %s", exc)
-            self._fail(exc.status)
+            self._fail(exc.status, drop=isinstance(exc, _Flooded))
+        finally:
+            self._answering = False
 
     def eof_received(self) -> bool | None:
         self._peer_done.set()
@@ -209,11 +220,10 @@ class SpdyConnection(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self._writable.clear()
-        self._flow()
 
     def resume_writing(self) -> None:
         self._writable.set()
-        self._flow()
+        self._unsent_answers = 0
 
     # --- what the client does with it ---
     def open_stream(self, headers: fr.Headers, fin: bool = False) -> SpdyStream:
@@ -351,11 +361,17 @@ class SpdyConnection(asyncio.Protocol):
             self._goaway_sent = True
             self._write(fr.goaway(self._last_received, status))
 
-    def _fail(self, status: int) -> None:
+    def _fail(self, status: int, drop: bool = False) -> None:
+        """GOAWAY and close; `drop`: abort instead, for a peer that does not read (a close would
+        keep the connection until the buffer it never reads was written)."""
+        self._answering = False  # the GOAWAY is no answer to count
         self._goaway(status)
         self._end_input()
         if not self._gone:
-            self.transport.close()
+            if drop:
+                self.transport.abort()
+            else:
+                self.transport.close()
 
     def _end_input(self) -> None:
         if self._input_ended:
@@ -365,12 +381,18 @@ class SpdyConnection(asyncio.Protocol):
         self._arrived.set()
         for stream in self._streams.values():
             stream._end_input()
-        self._flow()  # reading resumes: the peer's close must still be seen
+        if self._read_paused and not self._gone:
+            self._read_paused = False
+            self.transport.resume_reading()
 
     # --- writing and flow ---
     def _write(self, data: bytes) -> None:
         if self._gone or self.transport.is_closing():
             return
+        if self._answering and not self._writable.is_set():
+            self._unsent_answers += 1
+            if self._unsent_answers > MAX_UNSENT_ANSWERS:
+                raise _Flooded(f"{MAX_UNSENT_ANSWERS} answers written to a peer that does not read them")
         self._idle.touch()
         self.transport.write(data)
 
@@ -385,25 +407,12 @@ class SpdyConnection(asyncio.Protocol):
 
     def _buffered(self, size: int) -> None:
         self._pending += size
-        if self._pending > HIGH_WATER:
-            self._input_full = True
-            self._flow()
+        if self._pending > HIGH_WATER and not self._read_paused and not self._input_ended:
+            self._read_paused = True
+            self.transport.pause_reading()
 
     def _consumed(self, size: int) -> None:
         self._pending -= size
-        if self._input_full and self._pending < LOW_WATER:
-            self._input_full = False
-            self._flow()
-
-    def _flow(self) -> None:
-        """Pause reading while the streams' input is full or the transport's buffer is; resume
-        it when neither holds, or once no more input will be taken."""
-        if self._gone:
-            return
-        paused = (self._input_full or not self._writable.is_set()) and not self._input_ended
-        if paused != self._read_paused:
-            self._read_paused = paused
-            if paused:
-                self.transport.pause_reading()
-            else:
-                self.transport.resume_reading()
+        if self._read_paused and self._pending < LOW_WATER and not self._gone:
+            self._read_paused = False
+            self.transport.resume_reading()

@@ -7,42 +7,41 @@ import asyncio
 import struct
 
 from kubeletapi.spdy import frames as fr
+from kubeletapi.spdy.connection import MAX_UNSENT_ANSWERS
 from tests.streaming.spdyfuzz import FakeTransport, Harness, control, encode
 
 WRITE_HIGH_WATER = 64 * 1024  # asyncio's default
 
 
-def test_a_client_that_floods_without_reading_its_answers_is_not_read_either() -> None:
+def test_a_client_that_floods_without_reading_its_answers_is_dropped() -> None:
     """PINGs (answered 1:1) and DATA on unknown streams (answered 2:1 with RST_STREAM) from a
-    client that never reads: once the transport's buffer is full, reading pauses until it drains,
-    so the agent holds at most one read's worth of answers beyond the high water mark."""
+    client that never reads: once MAX_UNSENT_ANSWERS answers were written while the transport's
+    buffer was full, the connection is dropped (aborted: a close would wait for the buffer to be
+    read), so the agent holds at most that many answers beyond the high water mark."""
     async def body() -> None:
         for flood in (fr.ping(1) * 30_000, fr.data_frame(2, b"") * 30_000):
             h = Harness(FakeTransport(write_high_water=WRITE_HIGH_WATER))
             h.feed([flood[i:i + 65536] for i in range(0, len(flood), 65536)])
-            assert h.transport.paused
-            assert h.transport.written <= WRITE_HIGH_WATER + 2 * 65536
-            h.transport.writing_paused = False
-            h.conn.resume_writing()
-            assert not h.transport.paused
+            assert h.transport.aborts == 1 and h.transport.closes == 0
+            assert h.conn.ended.is_set() and not h.transport.paused
+            assert h.transport.written <= WRITE_HIGH_WATER + 16 * (MAX_UNSENT_ANSWERS + 2)  # and the GOAWAY
 
     asyncio.run(body())
 
 
-def test_reading_stays_paused_while_either_reason_holds() -> None:
-    """Unread stream input over the high water mark and a full write buffer both pause reading;
-    it resumes only when neither holds."""
+def test_a_client_that_reads_its_answers_late_is_not_dropped() -> None:
+    """The count starts again whenever the transport's buffer drained (resume_writing): a slow
+    reader may get any number of answers, MAX_UNSENT_ANSWERS at a time."""
     async def body() -> None:
         h = Harness(FakeTransport(write_high_water=WRITE_HIGH_WATER))
-        h.feed([encode([("syn", 1, False, False, "normal")]), fr.data_frame(1, b"i" * (2 << 20))])
-        stream = await h.conn.next_stream()
-        assert stream is not None and h.transport.paused
-        h.conn.pause_writing()
-        while await stream.read() is not None and h.conn._pending:
-            pass
-        assert h.transport.paused, "the write buffer is still full"
-        h.conn.resume_writing()
-        assert not h.transport.paused
+        burst = fr.ping(1) * (WRITE_HIGH_WATER // 12 + MAX_UNSENT_ANSWERS)
+        for _ in range(5):
+            h.feed([burst])
+            assert h.transport.writing_paused and h.transport.aborts == 0, h.transport.written
+            h.transport.written = 0  # the peer read it all
+            h.transport.writing_paused = False
+            h.conn.resume_writing()
+        assert not h.conn.ended.is_set() and h.transport.closes == 0
 
     asyncio.run(body())
 
