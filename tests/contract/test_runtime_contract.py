@@ -361,7 +361,8 @@ def test_exec_stream(case: RuntimeCase) -> None:
 
 def test_exec_stream_stdin_to_its_end(case: RuntimeCase) -> None:
     """close_stdin() ends the command's input (`kubectl exec -i`, `kubectl cp` into a container):
-    `wc -c` counts what was written and exits; with a tty too (`cat` sees the end of input)."""
+    `wc -c` counts what was written and exits; with a tty too (`cat`, once it echoed a line, sees
+    the end of input)."""
     async def go() -> None:
         rt = case.runtime
         _, cid = await started(case, config(case, "c", "sleep", "300"))
@@ -378,11 +379,18 @@ def test_exec_stream_stdin_to_its_end(case: RuntimeCase) -> None:
         session = await rt.exec_stream(cid, ["cat"], StreamOptions(stdin=True, tty=True))
         try:
             await session.write_stdin(b"typed\n")
-            await session.close_stdin()
-            out, _, code = await asyncio.wait_for(collect(session), 20)
+            echoed = b""
+            output = session.output()
+            async with asyncio.timeout(20):
+                while echoed.count(b"typed") < 2:  # the terminal's echo, then cat's copy
+                    echoed += (await anext(output))[1]
+                await session.close_stdin()  # a user's ^D: cat ends
+                async for _, chunk in output:
+                    echoed += chunk
+                code = await session.wait()
         finally:
             await session.close()
-        assert b"typed" in out and code == 0
+        assert echoed.count(b"typed") == 2 and code == 0
     case.run(go())
 
 
