@@ -1,11 +1,8 @@
 """/exec, /attach and /portForward end to end: a real agent, real pods, real WebSocket clients.
 
-One agent (module scope, streamingConnectionIdleTimeout 2s from a --config file) runs:
-- `shell-testnode`: `main` (sleeps) and `done` (exited: restartPolicy OnFailure, it printed a line);
-- `reader-testnode`: `echo` (stdin: true) prints `got: <line>` for every line it reads;
-- `web-testnode`: `python3 -m http.server` on a free loopback port (pods use the host's network).
-Clients: the official Python client's WSClient (kubernetes.stream.ws_client) and the websockets
-library, with the admin client certificate.
+One agent (module scope) with the pods of tests/e2e/streamnode.py. Clients: the official Python
+client's WSClient (kubernetes.stream.ws_client) and the websockets library, with the admin client
+certificate.
 """
 
 from __future__ import annotations
@@ -13,15 +10,12 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-import os
 import socket
 import struct
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 from kubernetes.client import Configuration
@@ -29,72 +23,17 @@ from kubernetes.stream.ws_client import PortForward, WSClient, create_websocket,
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection
 
-from tests.helpers import Agent, agent_args, free_port
-from tests.podtools import container, manifest, polled, wait_for, write
+from tests.e2e.streamnode import IDLE_S, READER, SHELL, WEB, Node, processes_with, stream_node
+from tests.helpers import free_port
+from tests.podtools import wait_for
 from tests.streaming.wsclient import open_ws, refused
 
 pytestmark = pytest.mark.e2e
 
-HEADER = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
-SHELL, READER, WEB = "shell-testnode", "reader-testnode", "web-testnode"
-IDLE_S = 2.0
-
-
-@dataclass
-class Node:
-    agent: Agent
-    root: Path
-    web_port: int
-
-    def exec_path(self, *cmd: str, query: str = "output=1&error=1", pod: str = SHELL, name: str = "main") -> str:
-        args = "".join(f"&command={quote(c, safe='')}" for c in cmd)
-        return f"/exec/default/{pod}/{name}?{query}{args}"
-
-
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
-    root = tmp_path_factory.mktemp("exec")
-    (root / "manifests").mkdir()
-    (root / "www").mkdir()
-    (root / "www" / "hello.txt").write_text("hello from the pod\n")
-    config = root / "kubelet.yaml"
-    config.write_text(HEADER + f"streamingConnectionIdleTimeout: {int(IDLE_S)}s\n")
-    agent = Agent(agent_args(root, "--config", str(config), "--pod-manifest-path", str(root / "manifests")))
-    port = free_port()
-    node = Node(agent, root, port)
-    try:
-        write(root / "manifests", "shell.yaml", manifest(
-            "shell",
-            container("main", ["sleep", "600"]) + container("done", ["sh", "-c", "echo finished"]),
-            spec_extra="restartPolicy: OnFailure",
-        ))
-        write(root / "manifests", "reader.yaml", manifest(
-            "reader", container("echo", ["sh", "-c", 'while read -r line; do echo "got: $line"; done'],
-                                "stdin: true\n"),
-        ))
-        write(root / "manifests", "web.yaml", manifest(
-            "web", container("http", ["python3", "-m", "http.server", str(port), "--bind", "127.0.0.1",
-                                      "--directory", str(root / "www")]),
-        ))
-        with agent.admin() as client:
-            def pod(name: str) -> dict[str, object]:
-                items = client.get(agent.url(path="/pods")).json()["items"]
-                return next((p for p in items if p["metadata"]["name"] == name), {"status": {}})
-
-            for name in (SHELL, READER, WEB):
-                wait_for(lambda n=name: any("running" in s["state"]  # type: ignore[misc]
-                                            for s in pod(n)["status"].get("containerStatuses", [])),  # type: ignore[attr-defined]
-                         what=f"{name} running")
-            wait_for(lambda: "terminated" in polled(pod(SHELL), "done")["state"], what="done exited")
-        wait_for(lambda: _listening(port), what="http.server listening")
-        yield node
-    finally:
-        agent.close()
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as sock:
-        return sock.connect_ex(("127.0.0.1", port)) == 0
+    with stream_node(tmp_path_factory.mktemp("exec")) as started:
+        yield started
 
 
 # --- a raw client --------------------------------------------------------------------------------
@@ -139,19 +78,6 @@ def read_until(ws: ClientConnection, channel: int, want: bytes, timeout: float =
         if ch == channel:
             got += data
     return got
-
-
-def processes_with(marker: str) -> list[int]:
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if marker.encode() in cmdline:
-                pids.append(int(entry))
-    return pids
 
 
 # --- the official client -------------------------------------------------------------------------

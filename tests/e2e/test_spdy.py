@@ -9,11 +9,12 @@ import socket
 import struct
 import time
 import uuid
+from collections.abc import Iterator
 
 import pytest
 
 from kubeletapi.spdy import frames as fr
-from tests.e2e.test_exec import IDLE_S, READER, WEB, Node, node, processes_with  # noqa: F401 - the agent
+from tests.e2e.streamnode import IDLE_S, READER, WEB, Node, processes_with, stream_node
 from tests.helpers import free_port
 from tests.podtools import wait_for
 from tests.streaming.spdyclient import SpdyClient, upgrade
@@ -21,7 +22,13 @@ from tests.streaming.spdyclient import SpdyClient, upgrade
 pytestmark = pytest.mark.e2e
 
 
-def _exec(node: Node, *cmd: str, query: str = "output=1&error=1") -> SpdyClient:  # noqa: F811
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
+    with stream_node(tmp_path_factory.mktemp("spdy")) as started:
+        yield started
+
+
+def _exec(node: Node, *cmd: str, query: str = "output=1&error=1") -> SpdyClient:
     answer = upgrade(node.agent, node.exec_path(*cmd, query=query))
     assert answer.status == 101, (answer.status, answer.body)
     assert answer.client is not None
@@ -36,7 +43,7 @@ def _outputs(frames: list[fr.Frame], ids: dict[int, str]) -> dict[str, bytes]:
     return out
 
 
-def test_exec_output_and_status(node: Node) -> None:  # noqa: F811
+def test_exec_output_and_status(node: Node) -> None:
     client = _exec(node, "sh", "-c", "echo out; echo err >&2; exit 3")
     ids = {client.open({"streamtype": t}): t for t in ("error", "stdout", "stderr")}
     frames = client.frames_until_closed()
@@ -65,7 +72,7 @@ def _collect(client: SpdyClient, ids: dict[int, str], until: bytes, stream: str,
     return got
 
 
-def test_stdin_fin_ends_the_command(node: Node) -> None:  # noqa: F811
+def test_stdin_fin_ends_the_command(node: Node) -> None:
     client = _exec(node, "cat", query="input=1&output=1")
     ids = {client.open({"streamtype": t}): t for t in ("error", "stdin", "stdout")}
     stdin = next(i for i, t in ids.items() if t == "stdin")
@@ -79,7 +86,7 @@ def test_stdin_fin_ends_the_command(node: Node) -> None:  # noqa: F811
     assert out["error"] == b'{"status":"Success"}'
 
 
-def test_tty_resize(node: Node) -> None:  # noqa: F811
+def test_tty_resize(node: Node) -> None:
     client = _exec(node, "sh", query="input=1&output=1&tty=1")
     ids = {client.open({"streamtype": t}): t for t in ("error", "stdin", "stdout", "resize")}
     stream = {t: i for i, t in ids.items()}
@@ -101,7 +108,7 @@ EXIT_2 = b"command terminated with non-zero exit code: error executing command [
 
 
 @pytest.mark.parametrize("version", ["v3.channel.k8s.io", "v2.channel.k8s.io", "channel.k8s.io"])
-def test_older_versions_write_the_message(node: Node, version: str) -> None:  # noqa: F811
+def test_older_versions_write_the_message(node: Node, version: str) -> None:
     answer = upgrade(node.agent, node.exec_path("sh", "-c", "exit 2", query="output=1"), (version,))
     assert answer.status == 101 and answer.header("X-Stream-Protocol-Version") == [version]
     assert answer.client is not None
@@ -111,7 +118,7 @@ def test_older_versions_write_the_message(node: Node, version: str) -> None:  # 
     assert out.get("error") == EXIT_2
 
 
-def test_attach(node: Node) -> None:  # noqa: F811
+def test_attach(node: Node) -> None:
     answer = upgrade(node.agent, f"/attach/default/{READER}/echo?input=1&output=1&error=1")
     assert answer.status == 101 and answer.client is not None
     client = answer.client
@@ -126,14 +133,14 @@ def test_attach(node: Node) -> None:  # noqa: F811
     assert b"got: ping" in got
 
 
-def test_ping_is_answered(node: Node) -> None:  # noqa: F811
+def test_ping_is_answered(node: Node) -> None:
     client = _exec(node, "sleep", "5", query="output=1")
     client.send(fr.ping(7))
     assert client.frame() == fr.Ping(7)
     client.close()
 
 
-def test_port_forward_pairs(node: Node) -> None:  # noqa: F811
+def test_port_forward_pairs(node: Node) -> None:
     closed = free_port()
     answer = upgrade(node.agent, f"/portForward/default/{WEB}", ("portforward.k8s.io",))
     assert answer.status == 101 and answer.client is not None
@@ -164,7 +171,7 @@ def test_port_forward_pairs(node: Node) -> None:  # noqa: F811
 
 
 @pytest.mark.parametrize("how", ["reset", "fin"])
-def test_client_that_vanishes_leaves_no_process(node: Node, how: str) -> None:  # noqa: F811
+def test_client_that_vanishes_leaves_no_process(node: Node, how: str) -> None:
     marker = f"marker-{uuid.uuid4().hex}"
     client = _exec(node, "python3", "-c", "import time; time.sleep(1000)", marker, query="input=1&output=1")
     ids = {client.open({"streamtype": t}): t for t in ("error", "stdin", "stdout")}
@@ -178,7 +185,7 @@ def test_client_that_vanishes_leaves_no_process(node: Node, how: str) -> None:  
     wait_for(lambda: not processes_with(marker), timeout=10, what="the exec'd process gone")
 
 
-def test_idle_connection_is_closed(node: Node) -> None:  # noqa: F811
+def test_idle_connection_is_closed(node: Node) -> None:
     marker = f"marker-{uuid.uuid4().hex}"
     client = _exec(node, "python3", "-c", "import time; time.sleep(1000)", marker, query="output=1")
     ids = {client.open({"streamtype": t}): t for t in ("error", "stdout")}
@@ -195,7 +202,7 @@ NEGOTIATION = ("unable to upgrade: unable to negotiate protocol: client supports
                "server accepts [{}]\n")
 
 
-def test_handshake_refusals(node: Node) -> None:  # noqa: F811
+def test_handshake_refusals(node: Node) -> None:
     path = node.exec_path("true", query="output=1")
     missing = upgrade(node.agent, path, ())
     assert (missing.status, missing.body) == (400, b"unable to upgrade: X-Stream-Protocol-Version is required\n")
@@ -212,12 +219,12 @@ def test_handshake_refusals(node: Node) -> None:  # noqa: F811
     assert (gone.status, gone.body) == (404, b"pod does not exist")
 
 
-def test_other_paths_answer_as_usual(node: Node) -> None:  # noqa: F811
+def test_other_paths_answer_as_usual(node: Node) -> None:
     answer = upgrade(node.agent, "/healthz", method="GET")
     assert (answer.status, answer.body) == (200, b"ok")
     assert answer.header("connection") == ["close"]
 
 
-def test_authorization_is_checked(node: Node) -> None:  # noqa: F811
+def test_authorization_is_checked(node: Node) -> None:
     answer = upgrade(node.agent, node.exec_path("true", query="output=1"), cert=False)
     assert answer.status == 401

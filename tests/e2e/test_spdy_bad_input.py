@@ -13,16 +13,22 @@ import random
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from kubeletapi.spdy import frames as fr
-from tests.e2e.test_exec import Node, node  # noqa: F401 - the module's agent and pods
+from tests.e2e.streamnode import Node, stream_node
 from tests.podtools import wait_for
 from tests.streaming.spdyclient import SpdyClient, upgrade
 
 pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
+    with stream_node(tmp_path_factory.mktemp("spdybad")) as started:
+        yield started
 
 OUTPUTS = ("error", "stdout", "stderr")
 
@@ -36,14 +42,14 @@ def _running(marker: str) -> list[int]:
     return [int(pid) for pid in done.stdout.split()]
 
 
-def _upgraded(node: Node, *cmd: str) -> SpdyClient:  # noqa: F811
+def _upgraded(node: Node, *cmd: str) -> SpdyClient:
     answer = upgrade(node.agent, node.exec_path(*cmd))
     assert answer.status == 101, (answer.status, answer.body)
     assert answer.client is not None
     return answer.client
 
 
-def _sleeping(node: Node) -> tuple[SpdyClient, str]:  # noqa: F811
+def _sleeping(node: Node) -> tuple[SpdyClient, str]:
     """A session whose `sleep` runs: its streams opened and replied to, its process seen."""
     marker = _marker()
     client = _upgraded(node, "sleep", marker)
@@ -91,7 +97,7 @@ def _meanwhile(clients: list[SpdyClient], call: Callable[[], None]) -> None:
         raise errors[0]
 
 
-def _normal_exec(node: Node) -> None:  # noqa: F811
+def _normal_exec(node: Node) -> None:
     client = _upgraded(node, "sh", "-c", "echo normal; exit 4")
     ids = {client.open({"streamtype": kind}): kind for kind in OUTPUTS}
     frames = client.frames_until_closed(timeout=10)
@@ -111,7 +117,7 @@ def _header_bomb(client: SpdyClient) -> bytes:
     return fr._control(fr.SYN_STREAM, 0, (client.next_id).to_bytes(4, "big") + b"\0" * 6 + block)
 
 
-def test_garbage_instead_of_frames(node: Node) -> None:  # noqa: F811
+def test_garbage_instead_of_frames(node: Node) -> None:
     marker = _marker()
     client = _upgraded(node, "sleep", marker)
     client.send(bytes(range(255, -1, -1)))  # a control frame of version 0x7ffe, and more
@@ -120,7 +126,7 @@ def test_garbage_instead_of_frames(node: Node) -> None:  # noqa: F811
 
 
 @pytest.mark.parametrize("bad", ["bad_version", "rst_status_0", "unknown_type", "header_bomb", "bad_zlib"])
-def test_a_bad_frame_mid_session_ends_it_and_the_process(node: Node, bad: str) -> None:  # noqa: F811
+def test_a_bad_frame_mid_session_ends_it_and_the_process(node: Node, bad: str) -> None:
     client, marker = _sleeping(node)
     _meanwhile([client], lambda: _normal_exec(node))  # another connection works while this one is open
     frame = {
@@ -136,7 +142,7 @@ def test_a_bad_frame_mid_session_ends_it_and_the_process(node: Node, bad: str) -
     _normal_exec(node)
 
 
-def test_a_client_that_vanishes_mid_stream(node: Node) -> None:  # noqa: F811
+def test_a_client_that_vanishes_mid_stream(node: Node) -> None:
     client, marker = _sleeping(node)
     client.data(1, b"half a fra")
     client.send(fr.data_frame(3, b"x" * 100)[:50])  # and half a frame
@@ -145,7 +151,7 @@ def test_a_client_that_vanishes_mid_stream(node: Node) -> None:  # noqa: F811
     _normal_exec(node)
 
 
-def test_many_hostile_connections_at_once(node: Node) -> None:  # noqa: F811
+def test_many_hostile_connections_at_once(node: Node) -> None:
     """Four sessions, each with its process, then each ended by a different bad input, while a
     normal exec runs in between: no process is left and the agent still serves."""
     sessions: list[tuple[SpdyClient, str]] = []

@@ -2,34 +2,25 @@
 forwarder (tests/cluster/k8s/spdyclient, what kubectl and the API server run), straight against a
 real agent's secure port with the admin certificate, on the process runtime.
 
-One agent (module scope) runs:
-- `shell-testnode`: `main` (sleeps);
-- `reader-testnode`: `echo` (stdin: true) prints `got: <line>` for every line it reads;
-- `web-testnode`: `python3 -m http.server` on a free loopback port (pods use the host's network).
+One agent (module scope) with the pods of tests/e2e/streamnode.py.
 """
 
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote
 
 import httpx
 import pytest
 
-from tests.helpers import Agent, agent_args, free_port
-from tests.podtools import container, manifest, polled, wait_for, write
+from tests.e2e.streamnode import PAGE, READER, WEB, exec_path, stream_node
+from tests.helpers import Agent
 from tests.streaming.goclient import GoClient
 
 pytestmark = pytest.mark.e2e
-
-SHELL, READER, WEB = "shell-testnode", "reader-testnode", "web-testnode"
-PAGE = b"hello from the pod\n"
-
 
 @dataclass
 class Node:
@@ -39,45 +30,10 @@ class Node:
     www: Path
 
 
-def exec_path(*cmd: str, query: str = "output=1&error=1", pod: str = SHELL, name: str = "main") -> str:
-    args = "".join(f"&command={quote(c, safe='')}" for c in cmd)
-    return f"/exec/default/{pod}/{name}?{query}{args}"
-
-
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
-    root = tmp_path_factory.mktemp("spdy")
-    (root / "www").mkdir()
-    (root / "www" / "hello.txt").write_bytes(PAGE)
-    agent = Agent(agent_args(root, "--pod-manifest-path", str(root / "manifests")))
-    port = free_port()
-    try:
-        write(root / "manifests", "shell.yaml", manifest("shell", container("main", ["sleep", "600"])))
-        write(root / "manifests", "reader.yaml", manifest(
-            "reader", container("echo", ["sh", "-c", 'while read -r line; do echo "got: $line"; done'],
-                                "stdin: true\n"),
-        ))
-        write(root / "manifests", "web.yaml", manifest(
-            "web", container("http", ["python3", "-m", "http.server", str(port), "--bind", "127.0.0.1",
-                                      "--directory", str(root / "www")]),
-        ))
-        with agent.admin() as admin:
-            def pod(name: str) -> dict[str, object]:
-                items = admin.get(agent.url(path="/pods")).json()["items"]
-                return next((p for p in items if p["metadata"]["name"] == name), {"status": {}})
-
-            for name, main in ((SHELL, "main"), (READER, "echo"), (WEB, "http")):
-                wait_for(lambda n=name, c=main: "running" in polled(pod(n), c)["state"],  # type: ignore[misc]
-                         what=f"{name} running")
-        wait_for(lambda: _listening(port), what="http.server listening")
-        yield Node(agent, GoClient(agent), port, root / "www")
-    finally:
-        agent.close()
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as sock:
-        return sock.connect_ex(("127.0.0.1", port)) == 0
+    with stream_node(tmp_path_factory.mktemp("spdy")) as started:
+        yield Node(started.agent, GoClient(started.agent), started.web_port, started.www)
 
 
 def _shown(result: object) -> str:
