@@ -123,11 +123,15 @@ class SpdyStream:
     async def write(self, data: bytes) -> None:
         """Send `data` (split into frames of at most MAX_DATA_FRAME); StreamGone when the
         connection is gone; dropped when this stream was reset or already finished."""
+        if len(data) <= MAX_DATA_FRAME:  # the usual case: no slice, no copy but the frame's
+            if not self.local_closed:
+                await self.conn._send(fr.data_frame(self.id, data))
+            return
         view = memoryview(data)
         for start in range(0, len(data), MAX_DATA_FRAME):
             if self.local_closed:
                 return
-            await self.conn._send(fr.data_frame(self.id, bytes(view[start:start + MAX_DATA_FRAME])))
+            await self.conn._send(fr.data_frame(self.id, view[start:start + MAX_DATA_FRAME]))
 
     async def close(self) -> None:
         """Finish this side (an empty DATA frame with FIN)."""

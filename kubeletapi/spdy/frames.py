@@ -223,8 +223,8 @@ def _control(kind: int, flags: int, payload: bytes) -> bytes:
     return _TWO.pack(0x80000000 | VERSION << 16 | kind, flags << 24 | len(payload)) + payload
 
 
-def data_frame(stream_id: int, data: bytes, fin: bool = False) -> bytes:
-    return _TWO.pack(stream_id & MAX_STREAM_ID, (FLAG_FIN if fin else 0) << 24 | len(data)) + data
+def data_frame(stream_id: int, data: bytes | memoryview, fin: bool = False) -> bytes:
+    return b"".join((_TWO.pack(stream_id & MAX_STREAM_ID, (FLAG_FIN if fin else 0) << 24 | len(data)), data))
 
 
 def syn_stream(compressor: HeaderCompressor, stream_id: int, headers: Headers, fin: bool = False) -> bytes:
