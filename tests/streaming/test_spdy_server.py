@@ -10,6 +10,7 @@ import socket
 import struct
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from tests.fakehost import FakeHost, FakeNode
 from tests.podtools import wait_for
 from tests.streaming.fakes import FakeContainer, FakeSession
 from tests.streaming.spdyclient import SpdyClient, upgrade
+from tests.streaming.test_routes import RBAC
 
 PATH = "/exec/ns/pod/c?command=sh&input=1&output=1"
 
@@ -132,3 +134,16 @@ def test_shutdown_closes_upgraded_connections(setup: Setup) -> None:
     assert client.frames_until_closed(timeout=10) is not None  # the connection ends, no hang
     client.close()
     assert session.closed >= 1
+
+
+def test_upgrades_need_create_on_nodes_proxy(start_node: Callable[..., FakeNode], tmp_path: Path) -> None:
+    """A SPDY upgrade is authorized as the HTTP request it is: POST is verb create on nodes/proxy."""
+    tokens = tmp_path / "tokens.csv"
+    tokens.write_text("viewer-token,viewer,1\n")
+    rbac = tmp_path / "rbac.yaml"
+    rbac.write_text(RBAC)
+    node = start_node("--token-auth-file", str(tokens), "--authorization-rbac-file", str(rbac))
+    forbidden = b"Forbidden (user=viewer, verb=create, resource=nodes, subresource(s)=[proxy])\n"
+    for path in (PATH, "/attach/ns/pod/c?output=1", "/portForward/ns/pod"):
+        answer = upgrade(node, path, cert=False, extra=(("Authorization", "Bearer viewer-token"),))
+        assert (answer.status, answer.body) == (403, forbidden), path
