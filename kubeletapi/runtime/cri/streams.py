@@ -23,8 +23,9 @@ Going through the runtime rather than dialing loopback ourselves keeps the dial 
 network namespace, which is right even when kubeletapi itself runs in another one. A failed dial
 arrives on the error channel: the reader then raises ConnectionError with the runtime's reason.
 
-Closing a session resets its streams and closes the connection. The runtime does not kill an exec whose client left (the
-CRI has no call for it): the command runs on until it ends by itself, as under the kubelet.
+Closing a session resets its streams and closes the connection. The runtime does not kill an
+exec whose client left (the CRI has no call for it): the command runs on until it ends by itself,
+as under the kubelet.
 """
 
 from __future__ import annotations
