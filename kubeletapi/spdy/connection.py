@@ -187,15 +187,13 @@ class SpdyConnection(asyncio.Protocol):
         self._writable = asyncio.Event()
         self._writable.set()
         self._gone = False  # the transport is lost
-        self._input_ended = False  # GOAWAY received, a protocol error, or the transport lost
         self._goaway_sent = False
         self._peer_done = asyncio.Event()  # the peer closed its side or the transport is gone
-        self.lost = asyncio.Event()  # the transport is gone
         self.ended = asyncio.Event()  # no more input will come (lost, GOAWAY, a protocol error)
 
     # --- asyncio.Protocol ---
     def data_received(self, data: bytes) -> None:
-        if self._input_ended:
+        if self.ended.is_set():
             return
         self._idle.touch()
         self._answering = True
@@ -219,7 +217,6 @@ class SpdyConnection(asyncio.Protocol):
         self._gone = True
         self._writable.set()
         self._end_input()
-        self.lost.set()
         self._peer_done.set()
 
     def pause_writing(self) -> None:
@@ -240,7 +237,7 @@ class SpdyConnection(asyncio.Protocol):
         self._own_next += 2
         self._streams[stream.id] = stream
         self._write(fr.syn_stream(self._compressor, stream.id, headers, fin))
-        if self._input_ended:
+        if self.ended.is_set():
             stream._end_input()
         return stream
 
@@ -248,7 +245,7 @@ class SpdyConnection(asyncio.Protocol):
     async def next_stream(self) -> SpdyStream | None:
         """The next stream the client opened and this side accepted; None once no more can come."""
         while not self._incoming:
-            if self._input_ended:
+            if self.ended.is_set():
                 return None
             self._arrived.clear()
             await self._arrived.wait()
@@ -275,12 +272,6 @@ class SpdyConnection(asyncio.Protocol):
         finally:
             self.transport.close()
 
-    def abort(self) -> None:
-        """Drop the connection now (shutdown)."""
-        self._end_input()
-        if not self._gone:
-            self.transport.abort()
-
     # --- frames ---
     def _handle(self, frame: fr.Frame) -> None:
         match frame:
@@ -289,10 +280,7 @@ class SpdyConnection(asyncio.Protocol):
             case fr.SynStream():
                 self._on_syn_stream(frame)
             case fr.RstStream():
-                stream = self._streams.pop(frame.stream_id, None)
-                if stream is not None:
-                    stream.local_closed = True
-                    stream._end_input()
+                self._close_stream(frame.stream_id)
             case fr.Ping() if (frame.ping_id & 1) == self._peer_pings:
                 self._write(fr.ping(frame.ping_id))
             case fr.SynReply() if frame.fin and frame.stream_id in self._streams:
@@ -352,6 +340,10 @@ class SpdyConnection(asyncio.Protocol):
         RST_STREAM a stream is closed: SPDY/3 §2.4.2), so its reader sees the end and nothing
         more is sent on it."""
         self._write(fr.rst_stream(stream_id, status))
+        self._close_stream(stream_id)
+
+    def _close_stream(self, stream_id: int) -> None:
+        """A reset stream (either side's RST_STREAM): both of its sides end here."""
         stream = self._streams.pop(stream_id, None)
         if stream is not None:
             stream.local_closed = True
@@ -378,9 +370,8 @@ class SpdyConnection(asyncio.Protocol):
                 self.transport.close()
 
     def _end_input(self) -> None:
-        if self._input_ended:
+        if self.ended.is_set():
             return
-        self._input_ended = True
         self.ended.set()
         self._arrived.set()
         for stream in self._streams.values():
@@ -411,7 +402,7 @@ class SpdyConnection(asyncio.Protocol):
 
     def _buffered(self, size: int) -> None:
         self._pending += size
-        if self._pending > HIGH_WATER and not self._read_paused and not self._input_ended:
+        if self._pending > HIGH_WATER and not self._read_paused and not self.ended.is_set():
             self._read_paused = True
             self.transport.pause_reading()
 
