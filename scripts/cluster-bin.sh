@@ -2,7 +2,7 @@
 # Build the Kubernetes control plane binaries the cluster tests need, from the Go module proxy,
 # into a cache folder outside the checkout (only what is missing; nothing here is committed).
 #   scripts/cluster-bin.sh <dest-dir> <name>...   names: kube-apiserver kube-controller-manager
-#                                                  kube-scheduler kubectl kubelet etcd spdyclient
+#                                                  kube-scheduler kubectl kubelet etcd spdyclient metrics-server
 # The wrapper modules tests/cluster/k8s and tests/cluster/etcd pin the versions (go.mod, go.sum):
 # k8s.io/kubernetes with its staging modules replaced by their published v0.x tags (its own go.mod
 # replaces them with ./staging, which a dependency's go.mod cannot), etcd's server module as is.
@@ -15,12 +15,13 @@ mkdir -p "$dest"
 k8s_version=$(awk '/^require k8s.io\/kubernetes /{print $3}' "$root/tests/cluster/k8s/go.mod")
 minor=$(echo "$k8s_version" | cut -d. -f2)
 export CGO_ENABLED=0 GOFLAGS=-mod=readonly GOTOOLCHAIN=local
-k8s=() etcd=0 spdyclient=0
+k8s=() etcd=0 spdyclient=0 metrics=0
 for name in "$@"; do
     [ -x "$dest/$name" ] && continue
     case $name in
         etcd) etcd=1 ;;
         spdyclient) spdyclient=1 ;;
+        metrics-server) metrics=1 ;;
         kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet) k8s+=("k8s.io/kubernetes/cmd/$name") ;;
         *) echo "cluster-bin: unknown binary $name" >&2; exit 2 ;;
     esac
@@ -42,6 +43,13 @@ fi
 if [ $spdyclient = 1 ]; then
     echo "cluster-bin: building spdyclient into $dest"
     (cd "$root/tests/cluster/k8s" && go build -trimpath -ldflags "-s -w" -o "$tmp/spdyclient" ./spdyclient)
+fi
+if [ $metrics = 1 ]; then
+    ms_version=$(awk '/^require sigs.k8s.io\/metrics-server /{print $3}' "$root/tests/cluster/metrics-server/go.mod")
+    echo "cluster-bin: building metrics-server $ms_version into $dest"
+    (cd "$root/tests/cluster/metrics-server" && go build -trimpath -o "$tmp/metrics-server" \
+        -ldflags "-s -w -X k8s.io/client-go/pkg/version.gitVersion=$ms_version" \
+        sigs.k8s.io/metrics-server/cmd/metrics-server)
 fi
 for built in "$tmp"/*; do
     [ -e "$built" ] && mv "$built" "$dest/"   # whole binaries only: a killed build leaves none behind
