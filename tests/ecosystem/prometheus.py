@@ -11,6 +11,7 @@ import os
 import shutil
 import signal
 import subprocess
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,10 @@ INSTALL_HINT = "(Debian package `prometheus`, in the Makefile's DEB_PACKAGES)"
 class Prometheus:
     """A Prometheus on `config_file`, with its data and log under `dir_` (created); killed by PID on `stop`."""
 
-    def __init__(self, config_file: Path, dir_: Path) -> None:
-        assert PROMETHEUS is not None
+    def __init__(self, config_file: Path, dir_: Path, command: Sequence[str] = (),
+                 env: Mapping[str, str] | None = None) -> None:
+        """`command`: how to start Prometheus (a binary and any wrapper); Debian's by default."""
+        assert command or PROMETHEUS is not None
         self.config_file = config_file
         self.dir = dir_
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -38,9 +41,10 @@ class Prometheus:
         self.log = self.dir / "prometheus.log"
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(
-                [PROMETHEUS, f"--config.file={config_file}", f"--storage.tsdb.path={self.dir / 'data'}",
-                 f"--web.listen-address={self.base.removeprefix('http://')}"],
+                [*(command or [str(PROMETHEUS)]), f"--config.file={config_file}",
+                 f"--storage.tsdb.path={self.dir / 'data'}", f"--web.listen-address={self.base.removeprefix('http://')}"],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=self.dir,
+                env=None if env is None else {**os.environ, **env},
             )
         self.http = httpx.Client(base_url=self.base, timeout=5)
 
