@@ -12,6 +12,7 @@ import pytest
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.fabric import Fabric
 from tests.cluster.node import Node
+from tests.cluster.nodes import Nodes
 from tests.cri.fixtures import CRIEnv
 
 GRACE = "16s"  # node-monitor-grace-period: a stopped node turns NotReady within seconds, not 50 s
@@ -85,3 +86,13 @@ def namespace(control_plane: ControlPlane) -> Iterator[str]:
     finally:
         control_plane.kubectl("delete", "namespace", name, "--wait=false", check=False)
 
+
+@pytest.fixture
+def nodes(control_plane: ControlPlane, fabric: Fabric, tmp_path: Path) -> Iterator[Nodes]:
+    """Nodes of the session's plane, each in its own namespace (`nodes.add()`, not started); all
+    removed afterwards, their namespaces with them."""
+    made = Nodes(control_plane, fabric, tmp_path)
+    try:
+        yield made
+    finally:
+        made.remove()
