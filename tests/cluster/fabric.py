@@ -22,7 +22,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.netns import _free_subnet, _ip
+from tests.netns import free_subnet, run_ip
 
 BRIDGE = "br0"
 FIRST_NODE = 10  # node i is 10.250.S.(10 + i)
@@ -84,7 +84,7 @@ class Fabric:
 
     @classmethod
     def create(cls) -> Fabric:
-        fabric = cls(tag=uuid.uuid4().hex[:6], subnet=_free_subnet(),
+        fabric = cls(tag=uuid.uuid4().hex[:6], subnet=free_subnet(),
                      cluster_cidr=f"10.{_free_cluster_octet()}.0.0/16")
         try:
             fabric._build_hub()
@@ -94,14 +94,14 @@ class Fabric:
         return fabric
 
     def _build_hub(self) -> None:
-        _ip("netns", "add", self.hub)
-        _ip("-n", self.hub, "link", "add", BRIDGE, "type", "bridge")
-        _ip("-n", self.hub, "link", "set", BRIDGE, "up")
-        _ip("-n", self.hub, "link", "set", "lo", "up")
-        _ip("link", "add", self.host_if, "type", "veth", "peer", "name", "host", "netns", self.hub)
-        _ip("-n", self.hub, "link", "set", "host", "master", BRIDGE, "up")
-        _ip("addr", "add", f"{self.host}/24", "dev", self.host_if)
-        _ip("link", "set", self.host_if, "up")
+        run_ip("netns", "add", self.hub)
+        run_ip("-n", self.hub, "link", "add", BRIDGE, "type", "bridge")
+        run_ip("-n", self.hub, "link", "set", BRIDGE, "up")
+        run_ip("-n", self.hub, "link", "set", "lo", "up")
+        run_ip("link", "add", self.host_if, "type", "veth", "peer", "name", "host", "netns", self.hub)
+        run_ip("-n", self.hub, "link", "set", "host", "master", BRIDGE, "up")
+        run_ip("addr", "add", f"{self.host}/24", "dev", self.host_if)
+        run_ip("link", "set", self.host_if, "up")
 
     def add_node(self) -> NodeNet:
         """A new node namespace on the bridge, forwarding (its pods' traffic passes through it)."""
@@ -110,28 +110,28 @@ class Fabric:
             raise RuntimeError(f"the fabric's /24 has no address left for node {i}")
         self._added += 1
         node = NodeNet(name=f"{self.hub}-n{i}", address=f"10.250.{self.subnet}.{FIRST_NODE + i}")
-        _ip("netns", "add", node.name)
+        run_ip("netns", "add", node.name)
         self.nodes.append(node)
-        _ip("-n", self.hub, "link", "add", f"n{i}", "type", "veth", "peer", "name", "eth0", "netns", node.name)
-        _ip("-n", self.hub, "link", "set", f"n{i}", "master", BRIDGE, "up")
-        _ip("-n", node.name, "addr", "add", f"{node.address}/24", "dev", "eth0")
-        _ip("-n", node.name, "link", "set", "eth0", "up")
-        _ip("-n", node.name, "link", "set", "lo", "up")
+        run_ip("-n", self.hub, "link", "add", f"n{i}", "type", "veth", "peer", "name", "eth0", "netns", node.name)
+        run_ip("-n", self.hub, "link", "set", f"n{i}", "master", BRIDGE, "up")
+        run_ip("-n", node.name, "addr", "add", f"{node.address}/24", "dev", "eth0")
+        run_ip("-n", node.name, "link", "set", "eth0", "up")
+        run_ip("-n", node.name, "link", "set", "lo", "up")
         subprocess.run(["ip", "netns", "exec", node.name, "sysctl", "-qw", "net.ipv4.ip_forward=1"],
                        check=True, capture_output=True, timeout=30)
         for cidr, via in self._routes:  # the pod ranges of the nodes before it
-            _ip("-n", node.name, "route", "add", cidr, "via", via, "dev", "eth0")
+            run_ip("-n", node.name, "route", "add", cidr, "via", via, "dev", "eth0")
         return node
 
     def route(self, cidr: str, via: str) -> None:
         """`cidr` (a node's podCIDR) reached through `via` (that node's address): from the host
         namespace and from every other node's."""
         ipaddress.ip_network(cidr)  # a malformed CIDR is the caller's error, not ip's
-        _ip("route", "add", cidr, "via", via, "dev", self.host_if)
+        run_ip("route", "add", cidr, "via", via, "dev", self.host_if)
         self._routes.append((cidr, via))
         for node in self.nodes:
             if node.address != via:
-                _ip("-n", node.name, "route", "add", cidr, "via", via, "dev", "eth0")
+                run_ip("-n", node.name, "route", "add", cidr, "via", via, "dev", "eth0")
 
     def remove_node(self, node: NodeNet) -> None:
         """The node's namespace goes (its bridge port with it), and the routes through it."""
