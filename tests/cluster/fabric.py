@@ -8,8 +8,11 @@ own, all on one test-owned /24.
 The host end carries the session's API server and the single-node tests' agent (the API server
 refuses to proxy to loopback node addresses, so nodes need a global-unicast one). `route` adds a
 pod CIDR's route towards its node in the host namespace and in every other node's, so pods of
-different nodes and the API server reach each other. Nothing leaves the machine: no namespace has
-a default route, and `remove` deletes the namespaces (their links and routes go with them).
+different nodes and the API server reach each other; `cluster_cidr` (a free 10.n.0.0/16 per
+session, so that concurrent sessions' pod routes in the host namespace do not collide) is where
+the controller-manager takes the nodes' podCIDRs from. Nothing leaves the machine: no namespace of
+the fabric has a default route, and `remove` deletes the namespaces (their links and routes go with
+them) and the host's routes.
 """
 
 from __future__ import annotations
