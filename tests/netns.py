@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 
-def _ip(*args: str) -> None:
+def run_ip(*args: str) -> None:
     result = subprocess.run(["ip", *args], capture_output=True, text=True, check=False, timeout=30)
     if result.returncode != 0:
         raise RuntimeError(f"ip {' '.join(args)}: {result.stderr.strip()}")
 
 
-def _free_subnet() -> int:
+def free_subnet() -> int:
     used = subprocess.run(["ip", "-4", "-o", "addr"], capture_output=True, text=True, check=True, timeout=30).stdout
     free = [n for n in range(1, 255) if f" 10.250.{n}." not in used]
     if not free:
@@ -44,18 +44,18 @@ class TestNetwork:
         """`subnet`: the third octet; by default one no interface of this machine uses (several
         test sessions may run at once)."""
         if subnet is None:
-            subnet = _free_subnet()
+            subnet = free_subnet()
         tag = uuid.uuid4().hex[:6]
         net = cls(name=f"kla-test-{tag}", host_if=f"kla{tag}",
                   host=f"10.250.{subnet}.1", peer=f"10.250.{subnet}.2")
-        _ip("netns", "add", net.name)
+        run_ip("netns", "add", net.name)
         try:
-            _ip("link", "add", net.host_if, "type", "veth", "peer", "name", "eth0", "netns", net.name)
-            _ip("addr", "add", f"{net.host}/30", "dev", net.host_if)
-            _ip("link", "set", net.host_if, "up")
-            _ip("-n", net.name, "addr", "add", f"{net.peer}/30", "dev", "eth0")
-            _ip("-n", net.name, "link", "set", "eth0", "up")
-            _ip("-n", net.name, "link", "set", "lo", "up")
+            run_ip("link", "add", net.host_if, "type", "veth", "peer", "name", "eth0", "netns", net.name)
+            run_ip("addr", "add", f"{net.host}/30", "dev", net.host_if)
+            run_ip("link", "set", net.host_if, "up")
+            run_ip("-n", net.name, "addr", "add", f"{net.peer}/30", "dev", "eth0")
+            run_ip("-n", net.name, "link", "set", "eth0", "up")
+            run_ip("-n", net.name, "link", "set", "lo", "up")
         except BaseException:
             net.remove()
             raise

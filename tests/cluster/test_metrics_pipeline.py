@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from tests.cluster.controlplane import ControlPlane
+from tests.cluster.fabric import Fabric
 from tests.cluster.metricsserver import MetricsServer
 from tests.cluster.node import Node
 from tests.cri.fixtures import CRIEnv
-from tests.netns import TestNetwork
 from tests.podtools import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.e2e]
@@ -33,9 +33,9 @@ CPU_LIMIT_M = 200  # a burner's CFS cap: it uses exactly this much, whatever els
 
 
 @pytest.fixture(scope="module")
-def metrics_server(control_plane: ControlPlane, cluster_network: TestNetwork,
+def metrics_server(control_plane: ControlPlane, fabric: Fabric,
                    tmp_path_factory: pytest.TempPathFactory) -> Iterator[MetricsServer]:
-    server = MetricsServer(control_plane, tmp_path_factory.mktemp("metrics-server"), cluster_network.host)
+    server = MetricsServer(control_plane, tmp_path_factory.mktemp("metrics-server"), fabric.host)
     server.start()
     try:
         yield server
