@@ -91,6 +91,7 @@ bench: venv deb cluster-bin
 	$(BIN)/python bench/api_bench.py
 	$(BIN)/python bench/apiserver_bench.py
 	$(BIN)/python bench/spdy_bench.py
+	$(BIN)/python bench/nodes_bench.py
 
 clean:
 	rm -rf $(VENV) .run .mypy_cache .pytest_cache .ruff_cache .coverage .coverage.* htmlcov

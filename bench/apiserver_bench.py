@@ -36,7 +36,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # tests.cluster: the control plane
-from clusterkit import cluster_node
+from clusterkit import audit_counts, cluster_node
 from results_md import update_section
 
 from tests.cluster.controlplane import ControlPlane
@@ -86,21 +86,6 @@ class PodWatch(threading.Thread):
                     self.bound.setdefault(name, now)
                 if running_ready(pod):
                     self.running.setdefault(name, now)
-
-
-def audit_counts(plane: ControlPlane, node: str, since: dt.datetime, until: dt.datetime) -> collections.Counter[str]:
-    counts: collections.Counter[str] = collections.Counter()
-    for line in plane.audit_log.read_text().splitlines():
-        event = json.loads(line)
-        if event.get("user", {}).get("username") != f"system:node:{node}":
-            continue
-        at = dt.datetime.fromisoformat(event["requestReceivedTimestamp"].replace("Z", "+00:00"))
-        if not since <= at < until:
-            continue
-        ref = event.get("objectRef") or {}
-        resource = ref.get("resource", "") + (f"/{ref['subresource']}" if ref.get("subresource") else "")
-        counts[f"{event['verb']} {resource}"] += 1
-    return counts
 
 
 @dataclasses.dataclass
