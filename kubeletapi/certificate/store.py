@@ -90,7 +90,7 @@ class PemStore:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise Unavailable(f"cannot read {self.current_path}: {exc.strerror}") from exc
+            raise self._problem(f"cannot read {self.current_path.name}", exc) from exc
         try:
             return KeyPair.parse(data, data, str(self.current_path))
         except InvalidInput as exc:
@@ -109,7 +109,7 @@ class PemStore:
             os.symlink(target.name, link)
             os.replace(link, self.current_path)
         except OSError as exc:
-            raise Unavailable(f"cannot write the certificate to {self.directory}: {exc.strerror or exc}") from exc
+            raise self._problem("cannot write the certificate", exc) from exc
         return target
 
     # --- the key of a request in flight -------------------------------------------------------
@@ -119,7 +119,7 @@ class PemStore:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise Unavailable(f"cannot read {self.pending_key_path}: {exc.strerror}") from exc
+            raise self._problem(f"cannot read {self.pending_key_path.name}", exc) from exc
         try:
             serialization.load_pem_private_key(data, password=None)
         except ValueError:
@@ -132,7 +132,10 @@ class PemStore:
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o755)
             write_private(self.pending_key_path, key_pem)
         except OSError as exc:
-            raise Unavailable(f"cannot write the private key to {self.directory}: {exc.strerror or exc}") from exc
+            raise self._problem("cannot write the private key", exc) from exc
+
+    def _problem(self, what: str, exc: OSError) -> Unavailable:
+        return Unavailable(f"cert dir {self.directory}: {what}: {exc.strerror or exc}")
 
     def drop_pending_key(self) -> None:
         try:

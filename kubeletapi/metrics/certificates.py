@@ -2,9 +2,12 @@
 scrape time from the certificate manager (names, types and help of the kubelet's
 cmd/kubelet/app/server.go and pkg/kubelet/certificate/kubelet.go).
 
-component-base counters carry no `_total` suffix, so the renewal-error counter's sample is named
-as its family (prometheus_client's own Counter would append `_total`). The serving certificate's
-TTL gauge is in metrics/kubelet.py (every node with a secure port has it).
+component-base counters carry no `_total` suffix: the renewal-error counter is exposed under the
+kubelet's name, sample and HELP/TYPE alike. prometheus_client's text encoder appends `_total` to
+the HELP/TYPE name of every family whose type equals "counter"; this family's type is a string
+that prints as "counter" without being equal to it (_UnsuffixedCounter), so the encoder leaves
+the name alone. The serving certificate's TTL gauge is in metrics/kubelet.py (every node with a
+secure port has it).
 """
 
 from __future__ import annotations
@@ -19,6 +22,23 @@ from prometheus_client.registry import Collector
 from kubeletapi.metrics.spec import MetricSpec
 
 log = logging.getLogger(__name__)
+
+
+class _UnsuffixedCounter(str):
+    """Prints as "counter"; compares unequal to it, so no `_total` is appended (see above)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return other is self
+
+    def __ne__(self, other: object) -> bool:
+        return other is not self
+
+    __hash__ = str.__hash__
+
+
+UNSUFFIXED_COUNTER = _UnsuffixedCounter("counter")
 
 
 class ClientCertificate(Protocol):
@@ -51,12 +71,12 @@ class ClientCertificateCollector(Collector):
         self._manager = manager
 
     def describe(self) -> list[Metric]:
-        return [Metric(spec.name, spec.documentation, spec.kind) for spec, _ in TABLE]
+        return [_family(spec) for spec, _ in TABLE]
 
     def collect(self) -> list[Metric]:
         out = []
         for spec, read in TABLE:
-            family = Metric(spec.name, spec.documentation, spec.kind)
+            family = _family(spec)
             try:
                 family.add_sample(spec.name, {}, float(read(self._manager)))
             except Exception:  # a scrape must never fail
@@ -64,3 +84,10 @@ class ClientCertificateCollector(Collector):
                 continue
             out.append(family)
         return out
+
+
+def _family(spec: MetricSpec) -> Metric:
+    family = Metric(spec.name, spec.documentation, spec.kind)
+    if spec.kind == "counter":
+        family.type = UNSUFFIXED_COUNTER
+    return family

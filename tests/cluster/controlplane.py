@@ -75,6 +75,10 @@ class ControlPlane:
     node_ip: str = LOOPBACK  # where this plane's nodes serve (tests.netns: proxyable, unlike loopback)
     detached: bool = False  # components in sessions of their own, outliving this process (scripts/cluster.sh)
     audit_nodes: bool = False  # log every request of a node (group system:nodes) to <root>/audit.log
+    # TLS bootstrap (tests/cluster/bootstrap.py): bootstrap tokens authenticate, and the
+    # controller-manager runs bootstrapsigner and tokencleaner too.
+    bootstrap_tokens: bool = False
+    signing_duration: str = ""  # the controller-manager's --cluster-signing-duration ("": its year)
     pki: ClusterPKI = field(init=False)
     components: dict[str, Component] = field(default_factory=dict)
     api_port: int = 0
@@ -157,6 +161,7 @@ class ControlPlane:
             f"--cert-dir={self.root / 'apiserver-certs'}",
             "--endpoint-reconciler-type=none",  # the `kubernetes` Service would point at loopback
             *self._audit_flags(),
+            *(["--enable-bootstrap-token-auth"] if self.bootstrap_tokens else []),
         ])
 
     AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
@@ -192,7 +197,12 @@ rules:
             "--use-service-account-credentials", "--leader-elect=false",
             f"--bind-address={LOOPBACK}", f"--secure-port={self.kcm_port}",
             f"--node-monitor-grace-period={grace}", "--node-monitor-period=2s",
+            *self._signing_flags(),
         ])
+
+    def _signing_flags(self) -> list[str]:
+        flags = ["--controllers=*,bootstrapsigner,tokencleaner"] if self.bootstrap_tokens else []
+        return flags + ([f"--cluster-signing-duration={self.signing_duration}"] if self.signing_duration else [])
 
     def _scheduler(self) -> None:
         kubeconfig = str(self.scheduler)

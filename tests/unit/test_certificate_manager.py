@@ -20,6 +20,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from prometheus_client import CollectorRegistry, generate_latest
 
 from kubeletapi.certificate.bootstrap import Bootstrap
 from kubeletapi.certificate.csr import (
@@ -39,6 +40,7 @@ from kubeletapi.certificate.store import KeyPair, PemStore
 from kubeletapi.clock import FakeClock
 from kubeletapi.errors import Conflict, InvalidInput, NotFound, Unauthorized
 from kubeletapi.kubeconfig import ClientConfig, load_kubeconfig
+from kubeletapi.metrics.certificates import ClientCertificateCollector
 
 TEMPLATE = Template("system:node:n1", ("system:nodes",))
 Json = dict[str, Any]
@@ -174,7 +176,7 @@ def test_store_names_the_directory_it_cannot_write(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
     store = PemStore(blocker / "pki", "kubelet-client")
-    with pytest.raises(Exception, match=str(blocker / "pki")):
+    with pytest.raises(Exception, match=f"cert dir {blocker / 'pki'}: cannot"):
         store.save_pending_key(new_key())
 
 
@@ -365,3 +367,25 @@ def test_bootstrap_retries_refused_credentials_and_a_denied_request_with_a_new_k
     # 401 twice, denied twice (each a new key, so a new name), then issued.
     assert bootstrap.attempts == 5 and len(api.csrs) == 3
     assert bootstrap.existing() is not None
+
+
+# --- /metrics ------------------------------------------------------------------------------------
+def test_client_metrics_carry_the_kubelets_names_types_and_help(tmp_path: Path) -> None:
+    clock = FakeClock()
+    ca = FakeCA(clock)
+    mgr = manager(tmp_path, FakeCsrApi(ca), clock, None, [])
+    registry = CollectorRegistry()
+    registry.register(ClientCertificateCollector(mgr))
+    text = generate_latest(registry).decode()
+    assert "kubelet_certificate_manager_client_ttl_seconds +Inf\n" in text  # no certificate yet
+    assert ("# HELP kubelet_certificate_manager_client_expiration_renew_errors [ALPHA] Counter of certificate "
+            "renewal errors.\n# TYPE kubelet_certificate_manager_client_expiration_renew_errors counter\n"
+            "kubelet_certificate_manager_client_expiration_renew_errors 0.0\n") in text
+    assert "_total" not in text
+    mgr.current = issued_pair(ca, 600)
+    mgr.renew_errors = 3
+    clock.advance(100.5)
+    text = generate_latest(registry).decode()
+    ttl = int(mgr.current.not_after - clock.now())  # whole seconds, as the kubelet's
+    assert 498 <= ttl <= 500 and f"kubelet_certificate_manager_client_ttl_seconds {ttl}.0\n" in text
+    assert "kubelet_certificate_manager_client_expiration_renew_errors 3.0\n" in text
