@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import ipaddress
 import logging
 from collections.abc import Callable, Sequence
 
@@ -112,8 +113,6 @@ class CertificateWiring:
 def serving_template(node_name: str, node_ips: Sequence[IPAddress]) -> Template:
     """CN system:node:<name>, O system:nodes, and the node's addresses: its hostname as a DNS
     name (an IP if it is one) and its IPs (the kubelet's addressesToHostnamesAndIPs)."""
-    import ipaddress  # noqa: PLC0415 - only here
-
     try:
         host_ips: tuple[IPAddress, ...] = (ipaddress.ip_address(node_name),)
         dns: tuple[str, ...] = ()

@@ -48,7 +48,7 @@ class APIClient:
     @property
     def _client(self) -> httpx.AsyncClient:
         if self._credentials.generation != self._generation:
-            self._retired = [self._pool]  # reviews are short: the one before last has ended
+            self._retired.append(self._pool)  # closed with this client (a rotation is months apart)
             self._pool = self._new_pool()
             self._generation = self._credentials.generation
         return self._pool

@@ -12,6 +12,7 @@ kept-alive HTTPS connection keeps working with the certificate it began with."""
 
 from __future__ import annotations
 
+import datetime as dt
 import http.client
 import ssl
 import threading
@@ -170,6 +171,18 @@ def _rotate(plane: ControlPlane, node: Node, approver: ServingApprover) -> None:
     assert der is not None and x509.load_der_x509_certificate(der).serial_number == served.serial_number
     assert _get(conn, "/healthz") == "ok" and conn.sock is sock
     conn.close()
+
+    # Past the first client certificate's expiry the node still renews its lease: its requests
+    # use the new certificate (the old one would be refused).
+    expired = client.not_valid_after_utc
+    lease = f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{node.name}"
+
+    def renewed_after_expiry() -> bool:
+        renew = str(plane.get_json(lease)["spec"]["renewTime"])  # type: ignore[index]
+        return dt.datetime.fromisoformat(renew.replace("Z", "+00:00")) > expired
+
+    wait_for(renewed_after_expiry, timeout=SIGNING, interval=1, what="a lease renewed after the old one expired")
+    assert "Unauthorized" not in node.log.read_text()
 
     client_csrs = csrs(plane, CLIENT_SIGNER, node.name)
     assert len(client_csrs) >= 2 and all(condition(c, "Approved") for c in client_csrs)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime as dt
+import ipaddress
 import os
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -40,6 +41,7 @@ from kubeletapi.certificate.store import KeyPair, PemStore
 from kubeletapi.clock import FakeClock
 from kubeletapi.errors import Conflict, InvalidInput, NotFound, Unauthorized
 from kubeletapi.kubeconfig import ClientConfig, load_kubeconfig
+from kubeletapi.kubelet.certificates import serving_template
 from kubeletapi.metrics.certificates import ClientCertificateCollector
 
 TEMPLATE = Template("system:node:n1", ("system:nodes",))
@@ -389,3 +391,10 @@ def test_client_metrics_carry_the_kubelets_names_types_and_help(tmp_path: Path) 
     ttl = int(mgr.current.not_after - clock.now())  # whole seconds, as the kubelet's
     assert 498 <= ttl <= 500 and f"kubelet_certificate_manager_client_ttl_seconds {ttl}.0\n" in text
     assert "kubelet_certificate_manager_client_expiration_renew_errors 3.0\n" in text
+
+
+def test_serving_template_names_the_node_by_its_addresses() -> None:
+    ip = ipaddress.ip_address("10.250.0.1")
+    assert serving_template("n1", [ip]) == Template("system:node:n1", ("system:nodes",), ("n1",), (ip,))
+    # a node named by an IP: that IP, once, and no DNS name (the kubelet's addressesToHostnamesAndIPs)
+    assert serving_template("10.250.0.1", [ip]).ips == (ip,) and serving_template("10.250.0.1", [ip]).dns_names == ()
