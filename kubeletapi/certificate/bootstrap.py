@@ -62,9 +62,16 @@ def client_template(node_name: str) -> Template:
 class Bootstrap:
     """The node's client certificate: found, or requested with the bootstrap kubeconfig."""
 
-    def __init__(self, kubeconfig: Path, bootstrap_kubeconfig: Path, store: PemStore, node_name: str,
-                 clock: Clock, api: Callable[[ClientConfig], BootstrapApi],
-                 rng: Callable[[], float] = random.random) -> None:
+    def __init__(
+        self,
+        kubeconfig: Path,
+        bootstrap_kubeconfig: Path,
+        store: PemStore,
+        node_name: str,
+        clock: Clock,
+        api: Callable[[ClientConfig], BootstrapApi],
+        rng: Callable[[], float] = random.random,
+    ) -> None:
         self.kubeconfig = kubeconfig
         self.bootstrap_kubeconfig = bootstrap_kubeconfig
         self.store = store
@@ -79,8 +86,12 @@ class Bootstrap:
         config, reason = self._valid_kubeconfig()
         if config is not None:
             return config
-        log.info("No usable client certificate in %s (%s): using the bootstrap kubeconfig %s",
-                 self.kubeconfig, reason, self.bootstrap_kubeconfig)
+        log.info(
+            "No usable client certificate in %s (%s): using the bootstrap kubeconfig %s",
+            self.kubeconfig,
+            reason,
+            self.bootstrap_kubeconfig,
+        )
         try:
             pair = self.store.current()
         except KubeletError as exc:
@@ -91,8 +102,12 @@ class Bootstrap:
         try:
             return self._write_kubeconfig()
         except (KubeletError, OSError) as exc:
-            log.warning("Bootstrap: cannot write the kubeconfig %s for the stored certificate %s: %s",
-                        self.kubeconfig, self.store.current_path, exc)
+            log.warning(
+                "Bootstrap: cannot write the kubeconfig %s for the stored certificate %s: %s",
+                self.kubeconfig,
+                self.store.current_path,
+                exc,
+            )
             return None
 
     async def run(self) -> ClientConfig:
@@ -103,8 +118,13 @@ class Bootstrap:
                 return await self._request()
             except (KubeletError, OSError) as exc:
                 delay = self._delay(self.attempts - 1)
-                log.warning("Bootstrap with %s failed (attempt %d), retrying in %.1fs: %s",
-                            self.bootstrap_kubeconfig, self.attempts, delay, _explain(exc))
+                log.warning(
+                    "Bootstrap with %s failed (attempt %d), retrying in %.1fs: %s",
+                    self.bootstrap_kubeconfig,
+                    self.attempts,
+                    delay,
+                    _explain(exc),
+                )
                 await self._clock.sleep(delay)
 
     async def _request(self) -> ClientConfig:
@@ -129,14 +149,19 @@ class Bootstrap:
         self.store.update(pair, self._clock.now())
         config = self._write_kubeconfig(bootstrap)
         self.store.drop_pending_key()
-        log.info("Bootstrap: client certificate issued (serial %x, valid until %s), kubeconfig written to %s",
-                 pair.serial, pair.leaf.not_valid_after_utc.isoformat(), self.kubeconfig)
+        log.info(
+            "Bootstrap: client certificate issued (serial %x, valid until %s), kubeconfig written to %s",
+            pair.serial,
+            pair.leaf.not_valid_after_utc.isoformat(),
+            self.kubeconfig,
+        )
         return config
 
     def _write_kubeconfig(self, bootstrap: ClientConfig | None = None) -> ClientConfig:
         cluster = bootstrap if bootstrap is not None else load_kubeconfig(self.bootstrap_kubeconfig)
-        write_node_kubeconfig(self.kubeconfig, cluster.server, cluster.ca_pem, cluster.insecure,
-                              self.store.current_path)
+        write_node_kubeconfig(
+            self.kubeconfig, cluster.server, cluster.ca_pem, cluster.insecure, self.store.current_path
+        )
         return load_kubeconfig(self.kubeconfig)
 
     def _valid_kubeconfig(self) -> tuple[ClientConfig | None, str]:

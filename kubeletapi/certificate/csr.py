@@ -73,15 +73,17 @@ class Template:
             sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
         except x509.ExtensionNotFound:
             return not self.dns_names and not self.ips
-        return (sorted(sans.get_values_for_type(x509.DNSName)) == sorted(self.dns_names)
-                and sorted(map(str, sans.get_values_for_type(x509.IPAddress))) == sorted(map(str, self.ips)))
+        return sorted(sans.get_values_for_type(x509.DNSName)) == sorted(self.dns_names) and sorted(
+            map(str, sans.get_values_for_type(x509.IPAddress))
+        ) == sorted(map(str, self.ips))
 
 
 def new_key() -> bytes:
     """A fresh ECDSA P-256 private key as PEM (SEC 1, as Go's kubelet writes it)."""
     key = ec.generate_private_key(ec.SECP256R1())
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
-                             serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+    )
 
 
 def request_pem(key_pem: bytes, template: Template) -> bytes:
@@ -99,14 +101,17 @@ def request_pem(key_pem: bytes, template: Template) -> bytes:
 
 
 def digested_name(key_pem: bytes, template: Template, usages: Sequence[str]) -> str:
-    """"node-csr-" and a digest of the public key, subject and usages: the same request after a
+    """ "node-csr-" and a digest of the public key, subject and usages: the same request after a
     restart has the same name (the kubelet's bootstrap naming)."""
     key = serialization.load_pem_private_key(key_pem, password=None)
-    public = key.public_key().public_bytes(serialization.Encoding.DER,
-                                           serialization.PublicFormat.SubjectPublicKeyInfo)
+    public = key.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
     digest = hashlib.sha512()
-    for part in (public, template.common_name.encode(), *(o.encode() for o in template.organizations),
-                 *(u.encode() for u in usages)):
+    for part in (
+        public,
+        template.common_name.encode(),
+        *(o.encode() for o in template.organizations),
+        *(u.encode() for u in usages),
+    ):
         digest.update(len(part).to_bytes(4, "big") + part)
     return "node-csr-" + base64.urlsafe_b64encode(digest.digest()).decode().rstrip("=")[:43]
 
@@ -115,7 +120,9 @@ async def submit(api: CsrApi, csr_pem: bytes, signer: str, usages: Sequence[str]
     """Create the CSR object; its name (the one given, or the one the server generated)."""
     meta: Json = {"name": name} if name else {"generateName": "csr-"}
     body = {
-        "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest", "metadata": meta,
+        "apiVersion": "certificates.k8s.io/v1",
+        "kind": "CertificateSigningRequest",
+        "metadata": meta,
         "spec": {"request": base64.b64encode(csr_pem).decode(), "signerName": signer, "usages": list(usages)},
     }
     try:
@@ -139,7 +146,8 @@ async def wait_certificate(api: CsrApi, name: str, clock: Clock, timeout_s: floa
             if cond.get("type") in ("Denied", "Failed"):
                 raise CertificateRefused(
                     f"CertificateSigningRequest {name} is {cond['type'].lower()}: "
-                    f"reason={cond.get('reason', '')!r} message={cond.get('message', '')!r}")
+                    f"reason={cond.get('reason', '')!r} message={cond.get('message', '')!r}"
+                )
         approved = any(c.get("type") == "Approved" for c in status.get("conditions") or [])
         if approved and status.get("certificate"):
             return base64.b64decode(status["certificate"])

@@ -35,19 +35,32 @@ def rotation_deadline(pair: KeyPair, fraction: float) -> float:
 
 def backoff_delays(rng: Callable[[], float]) -> Callable[[int], float]:
     """The wait before retry `n` (0-based): 2 s doubling to 32 s, each up to 10 % longer."""
+
     def delay(n: int) -> float:
-        base = min(BACKOFF_FIRST_S * 2.0 ** n, BACKOFF_CAP_S)
+        base = min(BACKOFF_FIRST_S * 2.0**n, BACKOFF_CAP_S)
         return base * (1 + BACKOFF_JITTER * rng())
+
     return delay
 
 
 class CertificateManager:
     """One certificate, its renewal loop and the figures /metrics shows of it."""
 
-    def __init__(self, name: str, store: PemStore, template: Callable[[], Template], signer: str,
-                 usages: Sequence[str], api: Callable[[], CsrApi], clock: Clock, *,
-                 initial: KeyPair | None = None, on_rotated: Callable[[KeyPair], None] = lambda _: None,
-                 rng: Callable[[], float] = random.random, wait_timeout_s: float = WAIT_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        name: str,
+        store: PemStore,
+        template: Callable[[], Template],
+        signer: str,
+        usages: Sequence[str],
+        api: Callable[[], CsrApi],
+        clock: Clock,
+        *,
+        initial: KeyPair | None = None,
+        on_rotated: Callable[[KeyPair], None] = lambda _: None,
+        rng: Callable[[], float] = random.random,
+        wait_timeout_s: float = WAIT_TIMEOUT_S,
+    ) -> None:
         self.name = name
         self.store = store
         self.renew_errors = 0
@@ -82,8 +95,12 @@ class CertificateManager:
         while True:
             deadline = self.next_deadline()
             if self.current is not None:
-                log.info("Certificate rotation deadline determined: %s certificate expires at %.0f, "
-                         "renewing in %.0fs", self.name, self.current.not_after, max(0.0, deadline - self._clock.now()))
+                log.info(
+                    "Certificate rotation deadline determined: %s certificate expires at %.0f, renewing in %.0fs",
+                    self.name,
+                    self.current.not_after,
+                    max(0.0, deadline - self._clock.now()),
+                )
             wait = deadline - self._clock.now()
             if wait > 0:
                 await self._clock.sleep(wait)
@@ -100,8 +117,13 @@ class CertificateManager:
                 self.renew_errors += 1
                 delay = self._delay(failures)
                 failures += 1
-                log.warning("Failed to renew the %s certificate (attempt %d), retrying in %.1fs: %s",
-                            self.name, failures, delay, exc)
+                log.warning(
+                    "Failed to renew the %s certificate (attempt %d), retrying in %.1fs: %s",
+                    self.name,
+                    failures,
+                    delay,
+                    exc,
+                )
                 await self._clock.sleep(delay)
 
     async def renew(self) -> KeyPair:
@@ -114,12 +136,19 @@ class CertificateManager:
         cert_pem = await wait_certificate(api, name, self._clock, self._wait_timeout_s)
         pair = KeyPair.parse(cert_pem, key_pem, f"the certificate of CertificateSigningRequest {name}")
         if not template.matches(pair.leaf):
-            raise InvalidInput(f"CertificateSigningRequest {name}: the issued certificate does not carry "
-                               "the requested subject and names")
+            raise InvalidInput(
+                f"CertificateSigningRequest {name}: the issued certificate does not carry "
+                "the requested subject and names"
+            )
         self.store.update(pair, self._clock.now())
         self.current = pair
         self.rotations += 1
-        log.info("Rotated the %s certificate: serial %x, valid until %.0f (%s)", self.name, pair.serial,
-                 pair.not_after, self.store.current_path)
+        log.info(
+            "Rotated the %s certificate: serial %x, valid until %.0f (%s)",
+            self.name,
+            pair.serial,
+            pair.not_after,
+            self.store.current_path,
+        )
         self.on_rotated(pair)
         return pair

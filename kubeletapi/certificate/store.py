@@ -47,7 +47,8 @@ class KeyPair:
         except ValueError as exc:
             raise InvalidInput(f"{source}: not a PEM certificate and private key: {exc}") from exc
         if _public_der(key) != leaf.public_key().public_bytes(
-                serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo):
+            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+        ):
             raise InvalidInput(f"{source}: the private key does not match the certificate")
         return cls(cert_pem, key_pem, leaf)
 
@@ -153,7 +154,7 @@ def _blocks(data: bytes, kind: bytes) -> bytes:
         stop = data.find(end, start)
         if stop < 0:
             break
-        out.append(data[start:stop + len(end)] + b"\n")
+        out.append(data[start : stop + len(end)] + b"\n")
         start = data.find(begin, stop)
     return b"".join(out)
 

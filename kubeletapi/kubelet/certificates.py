@@ -41,8 +41,9 @@ log = logging.getLogger(__name__)
 
 
 class CertificateWiring:
-    def __init__(self, cfg: KubeletConfiguration, opts: NodeOptions, node_name: str,
-                 node_ips: Sequence[IPAddress], clock: Clock) -> None:
+    def __init__(
+        self, cfg: KubeletConfiguration, opts: NodeOptions, node_name: str, node_ips: Sequence[IPAddress], clock: Clock
+    ) -> None:
         assert opts.kubeconfig is not None
         self._clock = clock
         self._api: ApiClient | None = None
@@ -51,8 +52,14 @@ class CertificateWiring:
         self.bootstrap: Bootstrap | None = None
         config: ClientConfig | None
         if opts.bootstrap_kubeconfig is not None:
-            self.bootstrap = Bootstrap(opts.kubeconfig, opts.bootstrap_kubeconfig, PemStore(cert_dir, "kubelet-client"),
-                                       node_name, clock, self._bootstrap_api)
+            self.bootstrap = Bootstrap(
+                opts.kubeconfig,
+                opts.bootstrap_kubeconfig,
+                PemStore(cert_dir, "kubelet-client"),
+                node_name,
+                clock,
+                self._bootstrap_api,
+            )
             config = self.bootstrap.existing()
         else:
             config = load_kubeconfig(opts.kubeconfig)
@@ -63,16 +70,31 @@ class CertificateWiring:
         self.client: CertificateManager | None = None
         if cfg.rotate_certificates:
             self.client = CertificateManager(
-                "client", PemStore(cert_dir, "kubelet-client"), lambda: client_template(node_name), CLIENT_SIGNER,
-                CLIENT_USAGES, self._node_api, clock, initial=_pair(config), on_rotated=self._client_rotated)
+                "client",
+                PemStore(cert_dir, "kubelet-client"),
+                lambda: client_template(node_name),
+                CLIENT_SIGNER,
+                CLIENT_USAGES,
+                self._node_api,
+                clock,
+                initial=_pair(config),
+                on_rotated=self._client_rotated,
+            )
             stored, given = self.client.current, _pair(config)
             if stored is not None and given is not None and stored.serial != given.serial:
                 self._client_rotated(stored)  # a certificate rotated before a restart wins, as in client-go
         self.serving: CertificateManager | None = None
         if cfg.server_tls_bootstrap:
             template = serving_template(node_name, node_ips)
-            self.serving = CertificateManager("serving", PemStore(cert_dir, "kubelet-server"), lambda: template,
-                                              SERVING_SIGNER, SERVING_USAGES, self._node_api, clock)
+            self.serving = CertificateManager(
+                "serving",
+                PemStore(cert_dir, "kubelet-server"),
+                lambda: template,
+                SERVING_SIGNER,
+                SERVING_USAGES,
+                self._node_api,
+                clock,
+            )
 
     async def join(self) -> None:
         """The bootstrap, when the node has no client certificate yet."""
@@ -106,8 +128,11 @@ class CertificateWiring:
 
     def _client_rotated(self, pair: KeyPair) -> None:
         """New connections of every API client present the new certificate."""
-        self.credentials.replace(dataclasses.replace(self.credentials.config, client_cert_pem=pair.cert_pem,
-                                                     client_key_pem=pair.key_pem, token=None))
+        self.credentials.replace(
+            dataclasses.replace(
+                self.credentials.config, client_cert_pem=pair.cert_pem, client_key_pem=pair.key_pem, token=None
+            )
+        )
 
 
 def serving_template(node_name: str, node_ips: Sequence[IPAddress]) -> Template:

@@ -55,7 +55,8 @@ CLIENT_TTL = MetricSpec(
     "gauge",
 )
 CLIENT_RENEW_ERRORS = MetricSpec(
-    "kubelet_certificate_manager_client_expiration_renew_errors", "Counter of certificate renewal errors.",
+    "kubelet_certificate_manager_client_expiration_renew_errors",
+    "Counter of certificate renewal errors.",
     "counter",
 )
 TABLE: list[tuple[MetricSpec, Callable[[ClientCertificate], float]]] = [

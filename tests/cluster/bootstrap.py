@@ -45,22 +45,40 @@ def bootstrap_token(plane: ControlPlane, group: str = GROUP, expires: dt.datetim
     """A new token (id.secret) in a bootstrap-token Secret of kube-system."""
     token_id = "".join(secrets.choice(_ALNUM) for _ in range(6))
     secret = "".join(secrets.choice(_ALNUM) for _ in range(16))
-    data = {"token-id": token_id, "token-secret": secret, "usage-bootstrap-authentication": "true",
-            "usage-bootstrap-signing": "true", "auth-extra-groups": group}
+    data = {
+        "token-id": token_id,
+        "token-secret": secret,
+        "usage-bootstrap-authentication": "true",
+        "usage-bootstrap-signing": "true",
+        "auth-extra-groups": group,
+    }
     if expires is not None:
         data["expiration"] = expires.strftime("%Y-%m-%dT%H:%M:%SZ")
-    manifest = {"apiVersion": "v1", "kind": "Secret", "type": "bootstrap.kubernetes.io/token",
-                "metadata": {"name": f"bootstrap-token-{token_id}", "namespace": "kube-system"},
-                "stringData": data}
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "bootstrap.kubernetes.io/token",
+        "metadata": {"name": f"bootstrap-token-{token_id}", "namespace": "kube-system"},
+        "stringData": data,
+    }
     plane.kubectl("apply", "-f", "-", input_=yaml.safe_dump(manifest))
     return f"{token_id}.{secret}"
 
 
 def write_bootstrap_kubeconfig(plane: ControlPlane, path: Path, token: str) -> Path:
     doc = {
-        "apiVersion": "v1", "kind": "Config", "current-context": "tls-bootstrap",
-        "clusters": [{"name": "test", "cluster": {
-            "server": plane.server, "certificate-authority-data": base64.b64encode(plane.pki.ca_pem).decode()}}],
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "tls-bootstrap",
+        "clusters": [
+            {
+                "name": "test",
+                "cluster": {
+                    "server": plane.server,
+                    "certificate-authority-data": base64.b64encode(plane.pki.ca_pem).decode(),
+                },
+            }
+        ],
         "users": [{"name": "tls-bootstrap-token-user", "user": {"token": token}}],
         "contexts": [{"name": "tls-bootstrap", "context": {"cluster": "test", "user": "tls-bootstrap-token-user"}}],
     }

@@ -45,8 +45,9 @@ GRACE = "16s"  # as the session plane's
 
 @pytest.fixture(scope="module")
 def plane(tmp_path_factory: pytest.TempPathFactory, cluster_network: TestNetwork) -> Iterator[ControlPlane]:
-    plane = ControlPlane(tmp_path_factory.mktemp("bootstrap-plane"), node_ip=cluster_network.host,
-                         bootstrap_tokens=True)
+    plane = ControlPlane(
+        tmp_path_factory.mktemp("bootstrap-plane"), node_ip=cluster_network.host, bootstrap_tokens=True
+    )
     plane.start(node_monitor_grace_period=GRACE)
     try:
         allow_bootstrap(plane)
@@ -76,8 +77,9 @@ def log_count(node: Node, text: str) -> int:
     return node.log.read_text(errors="replace").count(text)
 
 
-def test_joins_by_token_and_a_restart_reuses_the_certificate(plane: ControlPlane, tmp_path: Path,
-                                                               nodes: list[Node]) -> None:
+def test_joins_by_token_and_a_restart_reuses_the_certificate(
+    plane: ControlPlane, tmp_path: Path, nodes: list[Node]
+) -> None:
     token = bootstrap_token(plane)
     node = bootstrap_node(plane, tmp_path, token)
     nodes.append(node)
@@ -122,8 +124,9 @@ def test_joins_by_token_and_a_restart_reuses_the_certificate(plane: ControlPlane
     assert stored_certificate(cert_dir).serial_number == cert.serial_number  # type: ignore[union-attr]
 
 
-def test_a_wrong_token_is_retried_with_backoff_then_the_right_one_joins(plane: ControlPlane, tmp_path: Path,
-                                                                        nodes: list[Node]) -> None:
+def test_a_wrong_token_is_retried_with_backoff_then_the_right_one_joins(
+    plane: ControlPlane, tmp_path: Path, nodes: list[Node]
+) -> None:
     node = bootstrap_node(plane, tmp_path, "abcdef.0123456789abcdef")
     nodes.append(node)
     node.start()
@@ -147,18 +150,26 @@ def test_an_expired_token_is_refused_and_retried(plane: ControlPlane, tmp_path: 
     assert node.get() is None and csrs(plane, CLIENT_SIGNER, node.name) == []
 
 
-def test_a_denied_request_is_logged_and_replaced_by_a_new_one(plane: ControlPlane, tmp_path: Path,
-                                                              nodes: list[Node]) -> None:
+def test_a_denied_request_is_logged_and_replaced_by_a_new_one(
+    plane: ControlPlane, tmp_path: Path, nodes: list[Node]
+) -> None:
     node = bootstrap_node(plane, tmp_path, bootstrap_token(plane, group=MANUAL_GROUP))  # not auto-approved
     nodes.append(node)
     node.start()
     first = wait_for(lambda: csrs(plane, CLIENT_SIGNER, node.name), timeout=30, what="the first CSR")[0]
     first_name = first["metadata"]["name"]
     plane.kubectl("certificate", "deny", first_name)
-    wait_for(lambda: log_count(node, f"CertificateSigningRequest {first_name} is denied") >= 1, timeout=20,
-             interval=0.2, what="the denial logged")
-    second = wait_for(lambda: [c for c in csrs(plane, CLIENT_SIGNER, node.name)
-                               if c["metadata"]["name"] != first_name], timeout=30, what="a new CSR")[0]
+    wait_for(
+        lambda: log_count(node, f"CertificateSigningRequest {first_name} is denied") >= 1,
+        timeout=20,
+        interval=0.2,
+        what="the denial logged",
+    )
+    second = wait_for(
+        lambda: [c for c in csrs(plane, CLIENT_SIGNER, node.name) if c["metadata"]["name"] != first_name],
+        timeout=30,
+        what="a new CSR",
+    )[0]
     local_api_serves(node)
     assert node.get() is None
     plane.kubectl("certificate", "approve", second["metadata"]["name"])
@@ -168,15 +179,23 @@ def test_a_denied_request_is_logged_and_replaced_by_a_new_one(plane: ControlPlan
 def test_an_unwritable_cert_dir_is_named_and_retried(plane: ControlPlane, tmp_path: Path, nodes: list[Node]) -> None:
     cert_dir = unwritable_dir(tmp_path)
     serving = plane.pki.issue(f"serving-{tmp_path.name}", "kubeletapi-serving", server_ips=[plane.node_ip])
-    node = bootstrap_node(plane, tmp_path, bootstrap_token(plane), "--tls-cert-file", str(serving.cert),
-                          "--tls-private-key-file", str(serving.key))
+    node = bootstrap_node(
+        plane,
+        tmp_path,
+        bootstrap_token(plane),
+        "--tls-cert-file",
+        str(serving.cert),
+        "--tls-private-key-file",
+        str(serving.key),
+    )
     node.args[node.args.index("--cert-dir") + 1] = str(cert_dir)
     nodes.append(node)
     node.start()
     wait_for(lambda: log_count(node, "failed (attempt 2)") >= 1, timeout=30, interval=0.2, what="two failed attempts")
     failures = [line for line in node.log.read_text().splitlines() if "Bootstrap with" in line]
-    assert len(failures) >= 2 and all(f"cert dir {cert_dir}: cannot" in line and "Not a directory" in line
-                                      for line in failures)
+    assert len(failures) >= 2 and all(
+        f"cert dir {cert_dir}: cannot" in line and "Not a directory" in line for line in failures
+    )
     local_api_serves(node)
     cert_dir.parent.unlink()
     cert_dir.parent.mkdir()

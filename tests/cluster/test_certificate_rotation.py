@@ -49,8 +49,12 @@ BACKDATE = 300  # the signer's notBefore backdating
 
 @pytest.fixture(scope="module")
 def plane(tmp_path_factory: pytest.TempPathFactory, cluster_network: TestNetwork) -> Iterator[ControlPlane]:
-    plane = ControlPlane(tmp_path_factory.mktemp("rotation-plane"), node_ip=cluster_network.host,
-                         bootstrap_tokens=True, signing_duration=f"{SIGNING}s")
+    plane = ControlPlane(
+        tmp_path_factory.mktemp("rotation-plane"),
+        node_ip=cluster_network.host,
+        bootstrap_tokens=True,
+        signing_duration=f"{SIGNING}s",
+    )
     plane.start(node_monitor_grace_period="16s")
     try:
         allow_bootstrap(plane)
@@ -92,10 +96,19 @@ def metric(text: str, name: str) -> float:
 
 @pytest.mark.timeout(600)
 def test_client_and_serving_certificates_rotate_before_expiry_without_dropping_connections(
-        plane: ControlPlane, tmp_path: Path) -> None:
+    plane: ControlPlane, tmp_path: Path
+) -> None:
     config = tmp_path / "kubelet.yaml"
-    config.write_text(yaml.safe_dump({"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
-                                      "rotateCertificates": True, "serverTLSBootstrap": True}))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kubelet.config.k8s.io/v1beta1",
+                "kind": "KubeletConfiguration",
+                "rotateCertificates": True,
+                "serverTLSBootstrap": True,
+            }
+        )
+    )
     node = bootstrap_node(plane, tmp_path, bootstrap_token(plane), "--config", str(config))
     approver = ServingApprover(plane, node.name)
     try:
@@ -113,8 +126,12 @@ def _rotate(plane: ControlPlane, node: Node, approver: ServingApprover) -> None:
     node.start()
     wait_for(node.ready, timeout=60, interval=0.1, what="node Ready after the bootstrap")
     ready_s = time.monotonic() - started
-    served = wait_for(lambda: _issued_by(served_certificate(address, port), ca_subject), timeout=30, interval=0.2,
-                      what="the secure port presenting the issued serving certificate")
+    served = wait_for(
+        lambda: _issued_by(served_certificate(address, port), ca_subject),
+        timeout=30,
+        interval=0.2,
+        what="the secure port presenting the issued serving certificate",
+    )
     serving_s = time.monotonic() - started
     assert served.subject.rfc4514_string() == f"CN=system:node:{node.name},O=system:nodes"
     assert sans(served) == ([node.name], [plane.node_ip])
@@ -159,9 +176,11 @@ def _rotate(plane: ControlPlane, node: Node, approver: ServingApprover) -> None:
         old_issued, new_issued = (c.not_valid_before_utc.timestamp() + BACKDATE for c in (old, new))
         lifetime = (old.not_valid_after_utc - old.not_valid_before_utc).total_seconds()
         into_life = (new_issued - old.not_valid_before_utc.timestamp()) / lifetime
-        print(f"{what} certificate renewed {new_issued - old_issued:.0f}s after issuance, at {into_life:.0%} of "
-              f"its {lifetime:.0f}s lifetime, {old.not_valid_after_utc.timestamp() - new_issued:.0f}s before expiry; "
-              f"seen {seen - started:.0f}s after the agent started")
+        print(
+            f"{what} certificate renewed {new_issued - old_issued:.0f}s after issuance, at {into_life:.0%} of "
+            f"its {lifetime:.0f}s lifetime, {old.not_valid_after_utc.timestamp() - new_issued:.0f}s before expiry; "
+            f"seen {seen - started:.0f}s after the agent started"
+        )
         assert new.subject == old.subject and new.issuer == ca_subject
         assert 0.7 - 2 / lifetime <= into_life <= 0.9 + 15 / lifetime  # the jittered deadline, plus the CSR's time
     assert sans(new_served[0]) == ([node.name], [plane.node_ip])

@@ -79,8 +79,9 @@ def recorder(pki: ClusterPKI) -> Iterator[Recorder]:
 
 def test_a_replaced_client_certificate_is_used_on_a_new_connection(pki: ClusterPKI, recorder: Recorder) -> None:
     first, second = pki.issue("first", "system:node:n1"), pki.issue("second", "system:node:n1-rotated")
-    config = ClientConfig(recorder.url, ca_pem=pki.ca_pem, client_cert_pem=first.cert.read_bytes(),
-                          client_key_pem=first.key.read_bytes())
+    config = ClientConfig(
+        recorder.url, ca_pem=pki.ca_pem, client_cert_pem=first.cert.read_bytes(), client_key_pem=first.key.read_bytes()
+    )
     credentials = Credentials(config)
 
     async def scenario() -> None:
@@ -88,8 +89,11 @@ def test_a_replaced_client_certificate_is_used_on_a_new_connection(pki: ClusterP
         try:
             await api.get("/a")
             await api.get("/b")  # kept alive: the same connection
-            credentials.replace(dataclasses.replace(config, client_cert_pem=second.cert.read_bytes(),
-                                                    client_key_pem=second.key.read_bytes()))
+            credentials.replace(
+                dataclasses.replace(
+                    config, client_cert_pem=second.cert.read_bytes(), client_key_pem=second.key.read_bytes()
+                )
+            )
             await api.get("/c")
             await api.get("/d")
         finally:

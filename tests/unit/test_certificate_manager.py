@@ -57,22 +57,33 @@ class FakeCA:
         name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fake-ca")])
         now = dt.datetime.fromtimestamp(clock.now(), dt.UTC)
         self.name = name
-        self.cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-                     .public_key(self.key.public_key()).serial_number(1).not_valid_before(now - dt.timedelta(days=1))
-                     .not_valid_after(now + dt.timedelta(days=3650))
-                     .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-                     .sign(self.key, hashes.SHA256()))
+        self.cert = (
+            x509.CertificateBuilder()
+            .subject_name(name)
+            .issuer_name(name)
+            .public_key(self.key.public_key())
+            .serial_number(1)
+            .not_valid_before(now - dt.timedelta(days=1))
+            .not_valid_after(now + dt.timedelta(days=3650))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(self.key, hashes.SHA256())
+        )
         self.serial = 100
 
     def sign(self, csr_pem: bytes, lifetime_s: float) -> bytes:
         csr = x509.load_pem_x509_csr(csr_pem)
         now = dt.datetime.fromtimestamp(self.clock.now(), dt.UTC)
         self.serial += 1
-        builder = (x509.CertificateBuilder().subject_name(csr.subject).issuer_name(self.name)
-                   .public_key(csr.public_key()).serial_number(self.serial)
-                   .not_valid_before(now - dt.timedelta(minutes=5))
-                   .not_valid_after(now + dt.timedelta(seconds=lifetime_s))
-                   .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False))
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(csr.subject)
+            .issuer_name(self.name)
+            .public_key(csr.public_key())
+            .serial_number(self.serial)
+            .not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + dt.timedelta(seconds=lifetime_s))
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        )
         for ext in csr.extensions:
             builder = builder.add_extension(ext.value, ext.critical)
         return builder.sign(self.key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
@@ -109,8 +120,10 @@ class FakeCsrApi:
         csr = self.csrs[name]
         if self.mode == "approve":
             cert = self.ca.sign(base64.b64decode(csr["spec"]["request"]), self.lifetime_s)
-            csr["status"] = {"conditions": [{"type": "Approved", "reason": "AutoApproved"}],
-                             "certificate": base64.b64encode(cert).decode()}
+            csr["status"] = {
+                "conditions": [{"type": "Approved", "reason": "AutoApproved"}],
+                "certificate": base64.b64encode(cert).decode(),
+            }
         elif self.mode == "deny":
             csr["status"] = {"conditions": [{"type": "Denied", "reason": "Nope", "message": "denied by test"}]}
 
@@ -189,7 +202,8 @@ def test_request_carries_the_template_and_the_digested_name_is_stable() -> None:
     csr = x509.load_pem_x509_csr(request_pem(key, template))
     assert csr.subject.rfc4514_string() == "CN=system:node:n1,O=system:nodes"
     assert csr.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(
-        x509.DNSName) == ["n1"]
+        x509.DNSName
+    ) == ["n1"]
     name = digested_name(key, template, CLIENT_USAGES)
     assert name.startswith("node-csr-") and name == digested_name(key, template, CLIENT_USAGES)
     assert name != digested_name(new_key(), template, CLIENT_USAGES)
@@ -236,11 +250,26 @@ def test_backoff_doubles_from_2_to_32_seconds_with_10_percent_jitter() -> None:
     assert backoff_delays(lambda: 0.5)(0) == pytest.approx(2.1)
 
 
-def manager(tmp_path: Path, api: FakeCsrApi, clock: FakeClock, initial: KeyPair | None,
-            rotated: list[KeyPair], fraction: float = 0.5) -> CertificateManager:
-    return CertificateManager("client", PemStore(tmp_path, "kubelet-client"), lambda: TEMPLATE, CLIENT_SIGNER,
-                              CLIENT_USAGES, lambda: api, clock, initial=initial, on_rotated=rotated.append,
-                              rng=lambda: fraction)
+def manager(
+    tmp_path: Path,
+    api: FakeCsrApi,
+    clock: FakeClock,
+    initial: KeyPair | None,
+    rotated: list[KeyPair],
+    fraction: float = 0.5,
+) -> CertificateManager:
+    return CertificateManager(
+        "client",
+        PemStore(tmp_path, "kubelet-client"),
+        lambda: TEMPLATE,
+        CLIENT_SIGNER,
+        CLIENT_USAGES,
+        lambda: api,
+        clock,
+        initial=initial,
+        on_rotated=rotated.append,
+        rng=lambda: fraction,
+    )
 
 
 def test_manager_renews_at_the_deadline_and_stores_the_new_pair(tmp_path: Path) -> None:
@@ -299,13 +328,26 @@ def test_manager_counts_failures_and_backs_off_until_the_server_accepts(tmp_path
 def bootstrap_files(tmp_path: Path, ca: FakeCA) -> tuple[Path, Path]:
     boot = tmp_path / "bootstrap.kubeconfig"
     ca_pem = ca.cert.public_bytes(serialization.Encoding.PEM)
-    boot.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "b",
-        "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:6443",
-                                               "certificate-authority-data": base64.b64encode(ca_pem).decode()}}],
-        "users": [{"name": "u", "user": {"token": "abcdef.0123456789abcdef"}}],
-        "contexts": [{"name": "b", "context": {"cluster": "k", "user": "u"}}],
-    }))
+    boot.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "b",
+                "clusters": [
+                    {
+                        "name": "k",
+                        "cluster": {
+                            "server": "https://127.0.0.1:6443",
+                            "certificate-authority-data": base64.b64encode(ca_pem).decode(),
+                        },
+                    }
+                ],
+                "users": [{"name": "u", "user": {"token": "abcdef.0123456789abcdef"}}],
+                "contexts": [{"name": "b", "context": {"cluster": "k", "user": "u"}}],
+            }
+        )
+    )
     return boot, tmp_path / "kubelet.kubeconfig"
 
 
@@ -317,8 +359,9 @@ def make_bootstrap(tmp_path: Path, api: FakeCsrApi, clock: FakeClock) -> tuple[B
         tokens.append(config.token or "")
         return api
 
-    return Bootstrap(kubeconfig, boot, PemStore(tmp_path / "pki", "kubelet-client"), "n1", clock, factory,
-                     rng=lambda: 0.0), tokens
+    return Bootstrap(
+        kubeconfig, boot, PemStore(tmp_path / "pki", "kubelet-client"), "n1", clock, factory, rng=lambda: 0.0
+    ), tokens
 
 
 def test_bootstrap_writes_the_certificate_and_a_kubeconfig_pointing_at_it(tmp_path: Path) -> None:
@@ -331,8 +374,10 @@ def test_bootstrap_writes_the_certificate_and_a_kubeconfig_pointing_at_it(tmp_pa
     assert next(iter(api.csrs)).startswith("node-csr-")
     doc = yaml.safe_load(bootstrap.kubeconfig.read_text())
     user = doc["users"][0]["user"]
-    assert user == {"client-certificate": str(tmp_path / "pki/kubelet-client-current.pem"),
-                    "client-key": str(tmp_path / "pki/kubelet-client-current.pem")}
+    assert user == {
+        "client-certificate": str(tmp_path / "pki/kubelet-client-current.pem"),
+        "client-key": str(tmp_path / "pki/kubelet-client-current.pem"),
+    }
     assert config.client_cert_pem is not None and config.token is None
     assert not bootstrap.store.pending_key_path.exists()
     # A restart: the kubeconfig is valid, nothing is requested.
@@ -380,9 +425,11 @@ def test_client_metrics_carry_the_kubelets_names_types_and_help(tmp_path: Path) 
     registry.register(ClientCertificateCollector(mgr))
     text = generate_latest(registry).decode()
     assert "kubelet_certificate_manager_client_ttl_seconds +Inf\n" in text  # no certificate yet
-    assert ("# HELP kubelet_certificate_manager_client_expiration_renew_errors [ALPHA] Counter of certificate "
-            "renewal errors.\n# TYPE kubelet_certificate_manager_client_expiration_renew_errors counter\n"
-            "kubelet_certificate_manager_client_expiration_renew_errors 0.0\n") in text
+    assert (
+        "# HELP kubelet_certificate_manager_client_expiration_renew_errors [ALPHA] Counter of certificate "
+        "renewal errors.\n# TYPE kubelet_certificate_manager_client_expiration_renew_errors counter\n"
+        "kubelet_certificate_manager_client_expiration_renew_errors 0.0\n"
+    ) in text
     assert "_total" not in text
     mgr.current = issued_pair(ca, 600)
     mgr.renew_errors = 3
