@@ -128,6 +128,8 @@ CONFIG_FLAGS: list[tuple[str, tuple[str, ...], Any, str]] = [
     ("--enable-debugging-handlers", ("enableDebuggingHandlers",), _bool,
      "serve exec, attach, logs, run, portForward and configz"),
     ("--container-runtime-endpoint", ("containerRuntimeEndpoint",), str, "CRI endpoint (remote runtime)"),
+    ("--rotate-certificates", ("rotateCertificates",), _bool,
+     "renew the client certificate from the API server before it expires (with --kubeconfig)"),
     ("--register-node", ("registerNode",), _bool, "register the node with the API server (with --kubeconfig)"),
     ("--register-with-taints", ("registerWithTaints",), _taints,
      "taints to register the node with: key=value:Effect, comma-separated"),
@@ -162,9 +164,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--hostname-override", help="node name instead of the hostname")
     p.add_argument("--node-ip", help="node IP address(es), comma-separated")
     p.add_argument("--root-dir", type=Path, help="state directory (default /var/lib/kubelet)")
-    p.add_argument("--cert-dir", type=Path, help="directory of generated certificates (default <root-dir>/pki)")
+    p.add_argument("--cert-dir", type=Path,
+                   help="directory of generated and issued certificates (default <root-dir>/pki)")
     p.add_argument("--kubeconfig", type=Path,
                    help="kubeconfig of the API server: join it as a node (and use it for the webhooks)")
+    p.add_argument("--bootstrap-kubeconfig", type=Path,
+                   help="kubeconfig with a bootstrap token: request the node's client certificate with it "
+                        "(into --cert-dir) and write --kubeconfig, when --kubeconfig has no valid one")
     p.add_argument("--node-labels", type=_labels, help="labels to register the node with: key=value, comma-separated")
     p.add_argument("--container-runtime", choices=["process", "remote"], help="process (default) or remote (CRI)")
     p.add_argument("--housekeeping-interval", type=_duration, help="stats sampling period (default 10s)")
@@ -237,6 +243,7 @@ def parse(argv: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[No
         root_dir=ns.get("root_dir", Path("/var/lib/kubelet")),
         cert_dir=ns.get("cert_dir"),
         kubeconfig=ns.get("kubeconfig"),
+        bootstrap_kubeconfig=ns.get("bootstrap_kubeconfig"),
         node_labels=ns.get("node_labels", {}),
         container_runtime=ns.get("container_runtime", "process"),
         housekeeping_interval=Duration.parse(ns.get("housekeeping_interval", "10s")),

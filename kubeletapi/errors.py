@@ -23,6 +23,10 @@ class Unavailable(KubeletError):
     """A dependency (runtime, webhook, cgroup) cannot answer right now."""
 
 
+class Unauthorized(Unavailable):
+    """An API server did not accept the credentials (401): a wrong or expired token or certificate."""
+
+
 class NotSupported(KubeletError):
     """The operation is valid but this node or runtime does not offer it."""
 

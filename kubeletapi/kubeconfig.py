@@ -1,7 +1,10 @@
-"""Kubeconfig files: write the admin one for kubectl, read --kubeconfig for the webhooks.
+"""Kubeconfig files: write the admin one for kubectl, read --kubeconfig for the webhooks, write
+the node's own after a TLS bootstrap.
 
 Only what a node agent needs: the current context's cluster (server, CA, insecure flag) and user
 (client certificate and key, token or token file), as file paths or inline base64 data.
+Credentials holds the ClientConfig the node's API clients use now: a rotated client certificate
+replaces it, and each client builds its connections anew when its generation changes.
 """
 
 from __future__ import annotations
@@ -47,6 +50,46 @@ class ClientConfig:
                 write_private(key, self.client_key_pem)
                 ctx.load_cert_chain(crt, key)
         return ctx
+
+
+class Credentials:
+    """The current ClientConfig of a set of API clients; `generation` counts replacements."""
+
+    def __init__(self, config: ClientConfig) -> None:
+        self._config = config
+        self.generation = 0
+
+    @property
+    def config(self) -> ClientConfig:
+        return self._config
+
+    def replace(self, config: ClientConfig) -> None:
+        self._config = config
+        self.generation += 1
+
+
+def write_node_kubeconfig(path: Path, server: str, ca_pem: bytes | None, insecure: bool, cert_file: Path) -> None:
+    """The kubeconfig a TLS bootstrap leaves at --kubeconfig (as the kubelet writes it): the
+    bootstrap's cluster, and a user whose certificate and key are both the store's current file,
+    so a rotated certificate needs no new kubeconfig."""
+    cluster: dict[str, Any] = {"server": server}
+    if ca_pem is not None:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
+    if insecure:
+        cluster["insecure-skip-tls-verify"] = True
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "default-cluster", "cluster": cluster}],
+        "contexts": [{"name": "default-context",
+                      "context": {"cluster": "default-cluster", "namespace": "default", "user": "default-auth"}}],
+        "current-context": "default-context",
+        "users": [{"name": "default-auth",
+                   "user": {"client-certificate": str(cert_file), "client-key": str(cert_file)}}],
+        "preferences": {},
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_private(path, yaml.safe_dump(doc, sort_keys=False).encode())
 
 
 def write_kubeconfig(

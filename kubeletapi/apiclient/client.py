@@ -1,6 +1,11 @@
 """ApiClient: JSON requests to one API server as the node, rate-limited, errors mapped.
 
-Answers map onto kubeletapi.errors: 404 NotFound, 409 Conflict (AlreadyExists, a failed
+The client's credentials may change (a rotated client certificate, a bootstrap's first one): when
+its Credentials' generation moves, new requests go through a new connection pool with the new
+certificate; the old pool keeps serving the requests and watches already on it and is closed once
+the longest of them must have ended.
+
+Answers map onto kubeletapi.errors: 401 Unauthorized, 404 NotFound, 409 Conflict (AlreadyExists, a failed
 precondition), 403 Forbidden, 410 Gone, 400/422 InvalidInput, anything else and every transport
 failure Unavailable. Messages carry the API server's own Status message.
 """
@@ -17,8 +22,17 @@ import httpx
 from kubeletapi import __version__
 from kubeletapi.apiclient.ratelimit import TokenBucket
 from kubeletapi.clock import Clock
-from kubeletapi.errors import Conflict, Forbidden, Gone, InvalidInput, KubeletError, NotFound, Unavailable
-from kubeletapi.kubeconfig import ClientConfig
+from kubeletapi.errors import (
+    Conflict,
+    Forbidden,
+    Gone,
+    InvalidInput,
+    KubeletError,
+    NotFound,
+    Unauthorized,
+    Unavailable,
+)
+from kubeletapi.kubeconfig import ClientConfig, Credentials
 
 REQUEST_TIMEOUT_S = 30.0
 JSON = "application/json"
@@ -26,7 +40,7 @@ STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
 _ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
 _BY_STATUS: dict[int, type[KubeletError]] = {
-    400: InvalidInput, 403: Forbidden, 404: NotFound, 409: Conflict, 410: Gone, 422: InvalidInput,
+    400: InvalidInput, 401: Unauthorized, 403: Forbidden, 404: NotFound, 409: Conflict, 410: Gone, 422: InvalidInput,
 }
 
 Json = dict[str, Any]
@@ -38,24 +52,55 @@ def user_agent() -> str:
     return f"kubeletapi/v{__version__} (linux/{arch}) kubeletapi"
 
 
+WATCH_TIMEOUT_S = 300
+RETIRED_GRACE_S = WATCH_TIMEOUT_S + 2 * REQUEST_TIMEOUT_S  # a watch begun just before a rotation has ended
+
+
+def _http_client(config: ClientConfig) -> httpx.AsyncClient:
+    headers = {"User-Agent": user_agent(), "Accept": JSON}
+    if config.token:
+        headers["Authorization"] = f"Bearer {config.token}"
+    return httpx.AsyncClient(base_url=config.server, headers=headers, verify=config.ssl_context(),
+                             timeout=REQUEST_TIMEOUT_S, follow_redirects=False)
+
+
 class ApiClient:
-    def __init__(self, config: ClientConfig, clock: Clock, *, qps: float = 50, burst: int = 100) -> None:
-        headers = {"User-Agent": user_agent(), "Accept": JSON}
-        if config.token:
-            headers["Authorization"] = f"Bearer {config.token}"
-        self.server = config.server
-        self._http = httpx.AsyncClient(base_url=config.server, headers=headers, verify=config.ssl_context(),
-                                       timeout=REQUEST_TIMEOUT_S, follow_redirects=False)
+    def __init__(self, config: ClientConfig | Credentials, clock: Clock, *, qps: float = 50,
+                 burst: int = 100) -> None:
+        self._credentials = config if isinstance(config, Credentials) else Credentials(config)
+        self.server = self._credentials.config.server
+        self._generation = self._credentials.generation
+        self._http_current = _http_client(self._credentials.config)
+        self._retired: list[tuple[float, httpx.AsyncClient]] = []  # (when, pool) of older credentials
+        self._clock = clock
         self._limit = TokenBucket(qps, burst, clock)
 
     async def close(self) -> None:
-        await self._http.aclose()
+        for _, old in self._retired:
+            await old.aclose()
+        self._retired.clear()
+        await self._http_current.aclose()
+
+    @property
+    def _http(self) -> httpx.AsyncClient:
+        """The pool of the current credentials (a new one after they changed)."""
+        if self._credentials.generation != self._generation:
+            self._retired.append((self._clock.monotonic(), self._http_current))
+            self._http_current = _http_client(self._credentials.config)
+            self._generation = self._credentials.generation
+        return self._http_current
+
+    async def _close_retired(self) -> None:
+        now = self._clock.monotonic()
+        while self._retired and now - self._retired[0][0] >= RETIRED_GRACE_S:
+            await self._retired.pop(0)[1].aclose()
 
     # --- requests ------------------------------------------------------------------------------
     async def request(self, method: str, path: str, *, params: Mapping[str, str] | None = None,
                       body: Any = None, content_type: str = JSON) -> Json:
         """One request; the decoded JSON answer."""
         await self._limit.wait()
+        await self._close_retired()
         content = json.dumps(body).encode() if body is not None else None
         headers = {"Content-Type": content_type} if content is not None else {}
         try:
@@ -98,7 +143,7 @@ class ApiClient:
         return {**first, "items": items}
 
     async def watch(self, path: str, resource_version: str, params: Mapping[str, str] | None = None,
-                    timeout_s: int = 300) -> AsyncIterator[Json]:
+                    timeout_s: int = WATCH_TIMEOUT_S) -> AsyncIterator[Json]:
         """The watch events ({"type", "object"}) after `resource_version` until the server ends
         the watch (after about `timeout_s`); Gone when that version is too old to watch from."""
         query = {**(params or {}), "watch": "true", "resourceVersion": resource_version,

@@ -23,6 +23,9 @@ class NodeOptions:
     root_dir: Path = Path("/var/lib/kubelet")
     cert_dir: Path | None = None
     kubeconfig: Path | None = None
+    # A kubeconfig with bootstrap credentials: the node's client certificate is requested with it
+    # when --kubeconfig has none that works, and --kubeconfig written for it.
+    bootstrap_kubeconfig: Path | None = None
     node_labels: Mapping[str, str] = field(default_factory=dict)
     container_runtime: str = "process"
     housekeeping_interval: Duration = DEFAULT_HOUSEKEEPING
@@ -31,6 +34,9 @@ class NodeOptions:
     influxdb: InfluxDBOptions | None = None  # the InfluxDB sink, off unless --influxdb-url
 
     def __post_init__(self) -> None:
+        if self.bootstrap_kubeconfig is not None and self.kubeconfig is None:
+            raise ConfigError("--bootstrap-kubeconfig needs --kubeconfig: the path where the bootstrap writes "
+                              "the node's kubeconfig")
         if self.container_runtime not in RUNTIMES:
             raise ConfigError(
                 f"--container-runtime must be one of {', '.join(RUNTIMES)}, got {self.container_runtime!r}"

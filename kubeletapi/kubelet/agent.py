@@ -7,6 +7,11 @@ before anything is served), then served, then the pod sources start, then the cl
 (registration, status, lease, the API pods' watch, status sync, mirror pods, events: the node
 reports the runtime's version, so the runtime answers first). Stop runs the other way: the
 cluster wiring first, so nothing reports a pod the machinery is done with.
+
+With --kubeconfig the certificate wiring comes first (the API clients' credentials). A node that
+must bootstrap its client certificate starts the cluster wiring in the background once it has
+one: the listeners serve meanwhile. The certificate managers start with the cluster wiring; a
+rotated serving certificate goes to the secure listener's ServingContext (new handshakes).
 """
 
 from __future__ import annotations
@@ -24,16 +29,19 @@ from prometheus_client import CollectorRegistry
 from kubeletapi import nodeinfo
 from kubeletapi.aio import cancel_and_wait
 from kubeletapi.api.core_v1 import PodList
+from kubeletapi.certificate.store import KeyPair
 from kubeletapi.clock import Clock, RealClock
 from kubeletapi.config import KubeletConfiguration, NodeOptions, redacted
 from kubeletapi.errors import KubeletError
 from kubeletapi.health import HealthCheck, LogFlushMonitor, PingCheck, SyncLoopCheck
 from kubeletapi.kubelet import streams
+from kubeletapi.kubelet.certificates import CertificateWiring
 from kubeletapi.kubelet.cluster import ClusterWiring
 from kubeletapi.kubelet.pods import PodWiring
 from kubeletapi.kubelet.security import SecurityWiring, tls_files
 from kubeletapi.kubelet.stats import StatsProvider
 from kubeletapi.loopwatch import LoopWatch
+from kubeletapi.metrics.certificates import ClientCertificateCollector
 from kubeletapi.metrics.events import EventsCollector
 from kubeletapi.metrics.kubelet import KubeletMetrics
 from kubeletapi.metrics.pods import LogUsageCollector, PodMetrics
@@ -46,7 +54,7 @@ from kubeletapi.server.app import create_app, create_healthz_app
 from kubeletapi.server.auth import Security
 from kubeletapi.server.limits import Limits
 from kubeletapi.server.listeners import Listener, ListenerSpec
-from kubeletapi.server.tls import server_context
+from kubeletapi.server.tls import ServingContext
 from kubeletapi.streaming.targets import ContainerStreams, PodPorts
 
 log = logging.getLogger(__name__)
@@ -89,6 +97,8 @@ class Kubelet:
         ]
         self.stats: StatsProvider | None = None
         self.cluster: ClusterWiring | None = None
+        self.certs: CertificateWiring | None = None
+        self._serving: ServingContext | None = None
 
     # --- Host ---------------------------------------------------------------------------------
     @property
@@ -161,7 +171,11 @@ class Kubelet:
         try:
             metrics = PodMetrics(self._registries["metrics"])
             if self.opts.kubeconfig is not None:
-                self.cluster = ClusterWiring(self.cfg, self.opts, self.node_name, self.clock)
+                self.certs = CertificateWiring(self.cfg, self.opts, self.node_name, self.node_ips, self.clock)
+                self._security.use_credentials(self.certs.credentials)
+                self.cluster = ClusterWiring(self.cfg, self.opts, self.node_name, self.clock, self.certs.credentials)
+                if self.certs.client is not None:
+                    self._registries["metrics"].register(ClientCertificateCollector(self.certs.client))
             api_sources = [("api", self.cluster.pod_source)] if self.cluster is not None else []
             self.pods = PodWiring(self.cfg, self.opts, self.node_name, str(self.node_ips[0]), self.clock, metrics,
                                   api_sources, api=self.cluster.readers if self.cluster is not None else None,
@@ -181,8 +195,10 @@ class Kubelet:
                 await listener.start()
             await self.pods.start()
             await self.stats.start()
-            if self.cluster is not None:
-                await self.cluster.start(self.pods, self.stats.collector.machine, self.node_ips)
+            if self.certs is not None and self.certs.joined:
+                await self._start_cluster()
+            elif self.certs is not None:
+                self._tasks.append(asyncio.create_task(self._join(), name="bootstrap"))
         except BaseException:
             await self.stop()
             raise
@@ -196,6 +212,8 @@ class Kubelet:
         """Stop serving and syncing; containers keep running (a new agent re-adopts them)."""
         await cancel_and_wait(self._tasks)
         self._tasks.clear()
+        if self.certs is not None:
+            await self.certs.stop()
         if self.cluster is not None:
             await self.cluster.stop()
         if self.stats is not None:
@@ -209,19 +227,50 @@ class Kubelet:
     def port(self, name: str) -> int:
         return self.listeners[name].port
 
+    async def _start_cluster(self) -> None:
+        assert self.cluster is not None and self.certs is not None and self.pods is not None
+        assert self.stats is not None
+        await self.cluster.start(self.pods, self.stats.collector.machine, self.node_ips)
+        self.certs.start(self.cluster.api, self._serving_rotated)
+
+    async def _join(self) -> None:
+        """Bootstrap the client certificate, then join: registration, pods, status."""
+        assert self.certs is not None
+        await self.certs.join()
+        try:
+            await self._start_cluster()
+        except KubeletError as exc:
+            log.error("Cannot start the node's API machinery after the bootstrap: %s", exc)
+
+    def _serving_rotated(self, pair: KeyPair) -> None:
+        """A new serving certificate: new handshakes present it, open connections keep theirs."""
+        assert self.certs is not None and self.certs.serving is not None
+        path = self.certs.serving.store.current_path
+        if self._serving is None:
+            return
+        try:
+            self._serving.load(path, path)
+        except KubeletError as exc:
+            log.error("The new serving certificate %s cannot be served, keeping the old one: %s", path, exc)
+            return
+        self._serving_not_after = pair.not_after
+        log.info("Serving certificate %s in use for new connections (serial %x)", path, pair.serial)
+
     # --- wiring -------------------------------------------------------------------------------
     def _listener_specs(self) -> list[ListenerSpec]:
         cfg = self.cfg
         tls = tls_files(cfg, self.opts, self.node_name, self.node_ips, self.server_url(), self.clock)
         self.pki = tls.pki
         metrics = self._metrics
-        self._serving_not_after = _not_after(tls.cert)
+        self._serving_not_after = _not_after(self._serving_files(tls.cert, tls.key)[0])
         specs = []
         if cfg.enable_server:
             security = Security(self._security.authenticator(tls), self._security.authorizer(), self.node_name)
             app = create_app(self, "secure", metrics, security, cfg.enable_debugging_handlers)
-            ctx = server_context(tls.cert, tls.key, tls.client_ca, cfg.tls_min_version, cfg.tls_cipher_suites)
-            specs.append(ListenerSpec("secure", cfg.address, cfg.port, app, ctx, self.limits))
+            cert, key = self._serving_files(tls.cert, tls.key)
+            self._serving = ServingContext(cert, key, tls.client_ca, cfg.tls_min_version, cfg.tls_cipher_suites)
+            specs.append(ListenerSpec("secure", cfg.address, cfg.port, app, limits=self.limits,
+                                      ssl_source=self._serving))
         if cfg.read_only_port > 0:
             app = create_app(self, "readonly", metrics)
             specs.append(ListenerSpec("read-only", cfg.address, cfg.read_only_port, app, limits=self.limits))
@@ -229,6 +278,14 @@ class Kubelet:
             specs.append(ListenerSpec("healthz", cfg.healthz_bind_address, cfg.healthz_port,
                                       create_healthz_app(self), limits=self.limits))
         return specs
+
+    def _serving_files(self, cert: Path, key: Path) -> tuple[Path, Path]:
+        """serverTLSBootstrap: the issued serving certificate once there is one (the generated
+        one until then); otherwise the configured or generated files."""
+        serving = self.certs.serving if self.certs is not None else None
+        if serving is not None and serving.current is not None:
+            return serving.store.current_path, serving.store.current_path
+        return cert, key
 
     def server_url(self) -> str:
         """https://<address>:<port> for clients on this host (loopback for a wildcard address)."""

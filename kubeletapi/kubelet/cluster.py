@@ -25,7 +25,7 @@ from kubeletapi.config import KubeletConfiguration, NodeOptions
 from kubeletapi.errors import KubeletError
 from kubeletapi.events import reasons
 from kubeletapi.events.recorder import EventRecorder
-from kubeletapi.kubeconfig import load_kubeconfig
+from kubeletapi.kubeconfig import Credentials, load_kubeconfig
 from kubeletapi.kubelet.pods import ApiReaders, PodWiring
 from kubeletapi.node.controller import NodeController
 from kubeletapi.node.facts import NodeFacts, hugepages, rootfs_capacity
@@ -66,9 +66,11 @@ class JoinedBoundPods:
 class ClusterWiring:
     """Everything that speaks to the API server, when --kubeconfig names one."""
 
-    def __init__(self, cfg: KubeletConfiguration, opts: NodeOptions, node_name: str, clock: Clock) -> None:
+    def __init__(self, cfg: KubeletConfiguration, opts: NodeOptions, node_name: str, clock: Clock,
+                 credentials: Credentials | None = None) -> None:
         assert opts.kubeconfig is not None
-        kubeconfig = load_kubeconfig(opts.kubeconfig)
+        # The node's credentials: shared with the certificate wiring, which replaces them.
+        kubeconfig = credentials if credentials is not None else Credentials(load_kubeconfig(opts.kubeconfig))
         self.api = ApiClient(kubeconfig, clock, qps=cfg.kube_api_qps, burst=cfg.kube_api_burst)
         self._events_api = ApiClient(kubeconfig, clock, qps=cfg.event_record_qps or CLIENT_QPS,
                                      burst=cfg.event_burst or CLIENT_BURST)

@@ -9,7 +9,7 @@ from pathlib import Path
 from kubeletapi.clock import Clock
 from kubeletapi.config import KubeletConfiguration, NodeOptions
 from kubeletapi.errors import StartupError
-from kubeletapi.kubeconfig import load_kubeconfig, write_kubeconfig
+from kubeletapi.kubeconfig import Credentials, load_kubeconfig, write_kubeconfig
 from kubeletapi.nodeinfo import IPAddress
 from kubeletapi.pki import NodePKI, ensure_pki
 from kubeletapi.server.authn import (
@@ -66,11 +66,16 @@ class SecurityWiring:
         self._opts = opts
         self._clock = clock
         self._api: APIClient | None = None
+        self._credentials: Credentials | None = None
+
+    def use_credentials(self, credentials: Credentials) -> None:
+        """The node's credentials (they change with a bootstrap or a rotated certificate)."""
+        self._credentials = credentials
 
     def _api_client(self) -> APIClient:
         if self._api is None:
             assert self._opts.kubeconfig is not None  # enforced by config validation
-            self._api = APIClient(load_kubeconfig(self._opts.kubeconfig))
+            self._api = APIClient(self._credentials or load_kubeconfig(self._opts.kubeconfig))
         return self._api
 
     def authenticator(self, tls: TLSFiles) -> RequestAuthenticator:

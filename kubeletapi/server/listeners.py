@@ -15,6 +15,7 @@ import contextlib
 import logging
 import socket
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import uvicorn
@@ -40,6 +41,11 @@ class ListenerSpec:
     app: ASGIApp
     ssl_context: ssl.SSLContext | None = None
     limits: Limits = field(default_factory=Limits)
+    # A context that may change (a rotated serving certificate): read for every new connection.
+    ssl_source: Callable[[], ssl.SSLContext] | None = None
+
+    def tls(self) -> ssl.SSLContext | None:
+        return self.ssl_source() if self.ssl_source is not None else self.ssl_context
 
 
 def bind(address: str, port: int, name: str) -> socket.socket:
@@ -97,16 +103,17 @@ class Listener:
         server.servers = [await loop.create_server(self._connection, sock=self.sock, backlog=server.config.backlog)]
         server.started = True
         self._ticker = asyncio.create_task(self._server.main_loop(), name=f"uvicorn-{self.spec.name}")
-        scheme = "https" if self.spec.ssl_context is not None else "http"
+        scheme = "https" if self.spec.tls() is not None else "http"
         log.info("Started %s server on %s://%s:%d", self.spec.name, scheme, self.spec.address, self.port)
 
     def _connection(self) -> asyncio.BaseProtocol:
         """The protocol of one accepted connection."""
         server = self._server
         http = HttpProtocol(server.config, server.server_state, server.lifespan.state, self.spec.limits)
-        if self.spec.ssl_context is None:
+        ctx = self.spec.tls()
+        if ctx is None:
             return http
-        return TLSProtocol(http, self.spec.ssl_context, self.spec.limits.header_timeout_s)
+        return TLSProtocol(http, ctx, self.spec.limits.header_timeout_s)
 
     async def stop(self) -> None:
         self._server.should_exit = True

@@ -8,6 +8,10 @@ VersionTLS13 the list is ignored (logged, as the kubelet does). Suites this Open
 which is what Go does with such a list. VersionTLS10 and VersionTLS11 are honoured: OpenSSL 3
 negotiates them only at security level 0, so that level is set for them.
 
+ServingContext holds the secure listener's current context: a rotated serving certificate gets a
+fresh context (an SSLContext cannot swap its certificate chain safely in place), which every new
+connection takes; open connections keep the context they began with, so none is dropped.
+
 TLSProtocol is asyncio's TLS protocol with one fix: when a handshake fails (a client certificate
 refused, a protocol version or cipher not allowed) asyncio drops the connection without sending
 the alert OpenSSL prepared; here it is sent first, as Go does, so the client's error names the
@@ -91,6 +95,25 @@ def server_context(
         ctx.verify_mode = ssl.CERT_OPTIONAL
     ctx.options |= ssl.OP_NO_COMPRESSION
     return ctx
+
+
+class ServingContext:
+    """The secure listener's context, replaced by load() when the serving certificate changes."""
+
+    def __init__(self, cert_file: Path, key_file: Path, client_ca: Path | None, min_version: str = "",
+                 cipher_suites: Sequence[str] = ()) -> None:
+        self._client_ca = client_ca
+        self._min_version = min_version
+        self._cipher_suites = tuple(cipher_suites)
+        self.current = server_context(cert_file, key_file, client_ca, min_version, cipher_suites)
+
+    def load(self, cert_file: Path, key_file: Path) -> None:
+        """New handshakes present this certificate; StartupError (the old one stays) if it
+        cannot be loaded."""
+        self.current = server_context(cert_file, key_file, self._client_ca, self._min_version, self._cipher_suites)
+
+    def __call__(self) -> ssl.SSLContext:
+        return self.current
 
 
 def _apply_protocol(ctx: ssl.SSLContext, min_version: str, names: Sequence[str]) -> None:

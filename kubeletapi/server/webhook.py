@@ -3,7 +3,8 @@
 Request and response shapes are those of authentication.k8s.io/v1 and authorization.k8s.io/v1
 as the kubelet sends them (JSON form). Transient failures (connection errors, 429, 500, 504, or
 any response with Retry-After) are retried with backoff 0.5 s x 1.5, at most 5 attempts, as
-client-go's webhook helper does; everything else fails at once.
+client-go's webhook helper does; everything else fails at once. When the node's Credentials
+change (a rotated client certificate), the next review goes through a new connection pool.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from kubeletapi.kubeconfig import ClientConfig
+from kubeletapi.kubeconfig import ClientConfig, Credentials
 from kubeletapi.server.authn import AuthenticationError, UserInfo
 from kubeletapi.server.authz import Attributes, AuthorizationError, Authorizer, Decision
 
@@ -28,17 +29,33 @@ _RETRY_STATUS = {429, 500, 504}
 class APIClient:
     """A small JSON client for the API server named by a kubeconfig."""
 
-    def __init__(self, config: ClientConfig, timeout: float = 10.0, attempts: int = 5) -> None:
+    def __init__(self, config: ClientConfig | Credentials, timeout: float = 10.0, attempts: int = 5) -> None:
+        self._credentials = config if isinstance(config, Credentials) else Credentials(config)
+        self._timeout = timeout
+        self._generation = self._credentials.generation
+        self._pool = self._new_pool()
+        self._retired: list[httpx.AsyncClient] = []
+        self._attempts = attempts
+
+    def _new_pool(self) -> httpx.AsyncClient:
+        config = self._credentials.config
         headers = {"Accept": "application/json", "User-Agent": "kubeletapi"}
         if config.token:
             headers["Authorization"] = f"Bearer {config.token}"
-        self._client = httpx.AsyncClient(
-            base_url=config.server, verify=config.ssl_context(), headers=headers, timeout=timeout
-        )
-        self._attempts = attempts
+        return httpx.AsyncClient(base_url=config.server, verify=config.ssl_context(), headers=headers,
+                                 timeout=self._timeout)
+
+    @property
+    def _client(self) -> httpx.AsyncClient:
+        if self._credentials.generation != self._generation:
+            self._retired.append(self._pool)  # closed with this client (a rotation is months apart)
+            self._pool = self._new_pool()
+            self._generation = self._credentials.generation
+        return self._pool
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        for pool in (*self._retired, self._pool):
+            await pool.aclose()
 
     async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """POST `body`, retrying transient failures; raise RuntimeError with the reason."""

@@ -79,6 +79,10 @@ class ControlPlane:
     # reaches it from the nodes' namespaces too. The other components stay on loopback.
     api_address: str = LOOPBACK
     cluster_cidr: str = ""  # set: the controller-manager allocates each Node a spec.podCIDR from it
+    # TLS bootstrap (tests/cluster/bootstrap.py): bootstrap tokens authenticate, and the
+    # controller-manager runs bootstrapsigner and tokencleaner too.
+    bootstrap_tokens: bool = False
+    signing_duration: str = ""  # the controller-manager's --cluster-signing-duration ("": its year)
     pki: ClusterPKI = field(init=False)
     components: dict[str, Component] = field(default_factory=dict)
     api_port: int = 0
@@ -164,6 +168,7 @@ class ControlPlane:
             "--endpoint-reconciler-type=none",  # the `kubernetes` Service would point at loopback
             *self._aggregator_flags(),
             *self._audit_flags(),
+            *(["--enable-bootstrap-token-auth"] if self.bootstrap_tokens else []),
         ])
 
     def _aggregator_flags(self) -> list[str]:
@@ -214,6 +219,7 @@ rules:
             f"--node-monitor-grace-period={grace}", "--node-monitor-period=2s",
             "--horizontal-pod-autoscaler-sync-period=5s",  # HPA tests see a decision every 5 s, not 15 s
             *self._node_cidr_flags(),
+            *self._signing_flags(),
         ])
 
     NODE_CIDR_MASK = 24  # a node's podCIDR: 254 pod addresses
@@ -224,6 +230,10 @@ rules:
             return []
         return ["--allocate-node-cidrs", f"--cluster-cidr={self.cluster_cidr}",
                 f"--node-cidr-mask-size={self.NODE_CIDR_MASK}"]
+
+    def _signing_flags(self) -> list[str]:
+        flags = ["--controllers=*,bootstrapsigner,tokencleaner"] if self.bootstrap_tokens else []
+        return flags + ([f"--cluster-signing-duration={self.signing_duration}"] if self.signing_duration else [])
 
     def _scheduler(self) -> None:
         kubeconfig = str(self.scheduler)
