@@ -32,9 +32,9 @@ from tests.cluster.bootstrap import (
     write_bootstrap_kubeconfig,
 )
 from tests.cluster.controlplane import ControlPlane
+from tests.cluster.fabric import Fabric
 from tests.cluster.node import Node
 from tests.helpers import LOOPBACK
-from tests.cluster.fabric import Fabric
 from tests.podtools import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.e2e]

@@ -37,8 +37,8 @@ from tests.cluster.bootstrap import (
     stored_certificate,
 )
 from tests.cluster.controlplane import ControlPlane
-from tests.cluster.node import Node
 from tests.cluster.fabric import Fabric
+from tests.cluster.node import Node
 from tests.podtools import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.e2e]
