@@ -39,12 +39,14 @@ def cluster_node(base: Path, audit_nodes: bool = False) -> Iterator[tuple[Contro
 
 
 @contextlib.contextmanager
-def fleet(base: Path, audit_nodes: bool = False) -> Iterator[tuple[ControlPlane, Fabric, Nodes]]:
+def fleet(base: Path, audit_nodes: bool = False, bootstrap_tokens: bool = False,
+          ) -> Iterator[tuple[ControlPlane, Fabric, Nodes]]:
     """A control plane serving on a fabric (tests.cluster.fabric) and a factory of nodes, each in
     a namespace of its own; the nodes are the caller's to add and start."""
     fabric = Fabric.create()
     plane = ControlPlane(base / "plane", node_ip=fabric.host, api_address=fabric.host,
-                         cluster_cidr=fabric.cluster_cidr, audit_nodes=audit_nodes)
+                         cluster_cidr=fabric.cluster_cidr, audit_nodes=audit_nodes,
+                         bootstrap_tokens=bootstrap_tokens)
     (base / "nodes").mkdir()
     nodes = Nodes(plane, fabric, base / "nodes")
     try:

@@ -3,7 +3,9 @@
 A real control plane on a fabric (tests/cluster/fabric.py), metrics-server as the aggregated API,
 then NODES agents (process runtime), each in a network namespace of its own, joining one after the
 other; a Deployment of PODS_PER_NODE hostNetwork sleepers per node. Figures:
-- join time per node: agent started -> Node Ready in the API (polled every 0.1 s), p50 / max;
+- join time per node: agent started with a bootstrap token (no certificate yet) -> its CSR approved and
+  signed by the controller-manager, the agent registered -> Node Ready in the API (polled every
+  0.1 s), p50 / max;
 - agent RSS and CPU per node at steady state (psutil, STEADY seconds after SETTLE seconds);
 - API requests per node per minute at steady state, by verb and resource (the API server's audit
   log of group system:nodes; a watch counts when it ends);
@@ -44,9 +46,11 @@ from benchkit import pct, wait
 from clusterkit import audit_counts, fleet
 from results_md import update_section
 
+from tests.cluster.bootstrap import allow_bootstrap, bootstrap_token, joins_by_token
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.metricsserver import MetricsServer
 from tests.cluster.node import Node
+from tests.cluster.nodes import Nodes
 from tests.cluster.pki import Pair
 
 NODES = int(os.environ.get("BENCH_NODES", "10"))
@@ -73,6 +77,17 @@ def admin_tls(plane: ControlPlane) -> ssl.SSLContext:
     pair = Pair(plane.pki.root / "admin.crt", plane.pki.root / "admin.key")
     ctx.load_cert_chain(pair.cert, pair.key)
     return ctx
+
+
+def bootstrapped(plane: ControlPlane, nodes: Nodes) -> list[Node]:
+    """NODES nodes (not started) that join with one bootstrap token, as kubeadm join does."""
+    allow_bootstrap(plane)
+    token = bootstrap_token(plane)
+    made = []
+    for _ in range(NODES):
+        node = nodes.add()
+        made.append(joins_by_token(node, node.log.parent, token))
+    return made
 
 
 def join(plane: ControlPlane, nodes: list[Node]) -> list[float]:
@@ -156,7 +171,8 @@ def steady(plane: ControlPlane, nodes: list[Node]) -> tuple[list[float], list[fl
 
 def measure(plane: ControlPlane, server: MetricsServer, nodes: list[Node], out: Figures) -> None:
     joins = join(plane, nodes)
-    out.add("join: agent started -> Node Ready, p50 / max", f"{statistics.median(joins):.2f} s / {max(joins):.2f} s")
+    out.add("join by bootstrap token: agent started -> Node Ready, p50 / max",
+            f"{statistics.median(joins):.2f} s / {max(joins):.2f} s")
     empty = scrape_bytes(plane, nodes[0])
     deploy(plane, PODS_PER_NODE * len(nodes))
     spread = pods_on(plane)
@@ -211,11 +227,12 @@ def main() -> int:
         print("nodes_bench needs root (network namespaces, cgroups)", file=sys.stderr)
         return 1
     out = Figures()
-    with tempfile.TemporaryDirectory() as tmp, fleet(Path(tmp), audit_nodes=True) as (plane, fabric, nodes):
+    with tempfile.TemporaryDirectory() as tmp, \
+            fleet(Path(tmp), audit_nodes=True, bootstrap_tokens=True) as (plane, fabric, nodes):
         server = MetricsServer(plane, Path(tmp), fabric.host)
         server.start()
         try:
-            measure(plane, server, nodes.add_many(NODES), out)
+            measure(plane, server, bootstrapped(plane, nodes), out)
         finally:
             server.stop()
     body = render(out)

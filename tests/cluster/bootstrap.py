@@ -89,9 +89,15 @@ def write_bootstrap_kubeconfig(plane: ControlPlane, path: Path, token: str) -> P
 def bootstrap_node(plane: ControlPlane, tmp: Path, token: str, *extra: str) -> Node:
     """A process-runtime node whose --kubeconfig does not exist yet and whose bootstrap
     kubeconfig carries `token`."""
-    node = Node(plane, tmp, *extra)
+    return joins_by_token(Node(plane, tmp, *extra), tmp, token)
+
+
+def joins_by_token(node: Node, tmp: Path, token: str) -> Node:
+    """`node` (not started) joins with `token` instead of its issued identity: its --kubeconfig
+    (under `tmp`) is the agent's to write once its CSR is issued."""
     node.args[node.args.index("--kubeconfig") + 1] = str(tmp / "kubelet.kubeconfig")
-    node.args += ["--bootstrap-kubeconfig", str(write_bootstrap_kubeconfig(plane, tmp / "bootstrap.kubeconfig", token))]
+    bootstrap = write_bootstrap_kubeconfig(node.plane, tmp / "bootstrap.kubeconfig", token)
+    node.args += ["--bootstrap-kubeconfig", str(bootstrap)]
     return node
 
 
