@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,9 @@ class NodeOptions:
     token_auth_file: Path | None = None
     authorization_rbac_file: Path | None = None
     influxdb: InfluxDBOptions | None = None  # the InfluxDB sink, off unless --influxdb-url
+    cni_bin_dirs: tuple[Path, ...] = (Path("/opt/cni/bin"),)
+    cni_conf_dir: Path = Path("/etc/cni/net.d")
+    pod_bridge: str = ""  # "": derived from the root dir (effective_pod_bridge)
 
     def __post_init__(self) -> None:
         if self.container_runtime not in RUNTIMES:
@@ -39,6 +43,14 @@ class NodeOptions:
             raise ConfigError(
                 f"--housekeeping-interval must be between 1s and 15m, got {self.housekeeping_interval}"
             )
+
+    @property
+    def effective_pod_bridge(self) -> str:
+        """--pod-bridge, else `kla` + 8 hex of the root dir's hash: agents with their own root dirs
+        (parallel tests) never share a bridge by accident."""
+        if self.pod_bridge:
+            return self.pod_bridge
+        return "kla" + hashlib.sha256(str(self.root_dir.resolve()).encode()).hexdigest()[:8]
 
     @property
     def effective_cert_dir(self) -> Path:

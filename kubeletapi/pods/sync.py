@@ -483,6 +483,7 @@ class _SyncContext:
                                    memory_limit=cfg.memory_limit, pids_limit=cfg.pids_limit),
             labels={rt.POD_NAME: meta.name, rt.POD_NAMESPACE: meta.namespace, rt.POD_UID: meta.uid},
             annotations=dict(meta.annotations),
+            host_network=self.pod.spec.host_network,
         )
 
 
