@@ -9,7 +9,6 @@ range 10.251.200.0/24 exist only inside it; removing the namespace removes them 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
@@ -21,6 +20,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.cri import containerd, images
+from tests.cri.cleanup import purge_cri
 from tests.helpers import AgentProcess, agent_args, purge
 from tests.netns import TestNetwork
 from tests.podtools import container, manifest, status_of, wait_for, write
@@ -155,7 +156,7 @@ def test_pods_get_their_own_network(node: NetNode) -> None:
     assert f"hello {client_ip}" in wait_for(lambda: _pod_log(node, "client") or None, what="client log")
 
     # kill -9 and restart: the same namespace, the same address, the same process
-    ns_inode = os.stat(node.netns_files()[0]).st_ino
+    ns_inode = _net_ns(srv_pid)
     node.kill()
     node.start()
     time.sleep(2)  # a few syncs
@@ -195,5 +196,64 @@ def test_stale_namespace_of_a_gone_pod_is_removed_at_start(node: NetNode) -> Non
     assert len(node.netns_files()) == 1
     node.start()
     wait_for(lambda: (not node.netns_files() and not node.leases()) or None, what="stale namespace released")
-    with contextlib.suppress(OSError):
-        assert "removed the network namespace of gone sandbox" in node.log.read_text()
+    wait_for(lambda: "removed the network namespace of gone sandbox" in node.log.read_text() or None,
+             what="the removal logged")
+
+
+@pytest.mark.cri
+def test_containerd_pods_get_their_own_network(tmp_path: Path) -> None:
+    """The same on containerd: kubeletapi writes the conflist into containerd's CNI conf dir and
+    tells it the CIDR (UpdateRuntimeConfig); containerd's CNI makes the namespaces and addresses.
+    containerd runs in the test's namespace too, so its bridge lives there."""
+
+    missing = containerd.missing_tools() + images.missing_tools()
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)}")
+    net = TestNetwork.create()
+    daemon = containerd.PrivateContainerd(wrapper=net.run_in())
+    node = NetNode(tmp_path, net)
+    node.args += ["--container-runtime=remote", "--container-runtime-endpoint", daemon.endpoint,
+                  "--cni-conf-dir", str(daemon.work / "cni")]
+    try:
+        daemon.start()
+        daemon.import_images(images.build_all())
+        www = "echo hello > /tmp/index.html; exec httpd -f -p 8080 -h /tmp"
+        write(node.manifests, "server.yaml", manifest("server", _bb("srv", ["sh", "-c", www]),
+                                                         "terminationGracePeriodSeconds: 1"))
+        write(node.manifests, "host.yaml", manifest("host", _bb("h", ["sleep", "3600"]), "hostNetwork: true"))
+        node.start()
+        assert (daemon.work / "cni" / "10-kubeletapi.conflist").is_file()
+        server = wait_for(lambda: node.running("server"), timeout=60, what="server running")
+        host = wait_for(lambda: node.running("host"), timeout=60, what="hostNetwork pod running")
+        ip = server["status"]["podIP"]
+        assert ip.startswith("10.251.200.") and ip != "10.251.200.1", ip
+        assert server["status"]["podIPs"] == [{"ip": ip}]
+        assert host["status"]["podIP"] == net.peer
+        assert node.leases() == [ip]
+        fetch = ["wget", "-qO-", f"http://{ip}:8080/index.html"]
+        write(node.manifests, "client.yaml", manifest("client", _bb("c", fetch), "restartPolicy: Never"))
+        done = wait_for(lambda: (p := node.pods().get("client")) and p["status"].get("phase") == "Succeeded" and p,
+                        timeout=60, what="client pod done")
+        assert done["status"]["podIP"].startswith("10.251.200.") and done["status"]["podIP"] != ip
+        assert "hello" in wait_for(lambda: _pod_log(node, "client") or None, what="client log")
+        node.kill()
+        node.start()
+        again = wait_for(lambda: node.running("server"), what="server after restart")
+        assert again["status"]["podIP"] == ip
+        assert status_of(again, "srv")["containerID"] == status_of(server, "srv")["containerID"]
+        (node.manifests / "server.yaml").unlink()
+        (node.manifests / "client.yaml").unlink()
+        wait_for(lambda: "server" not in node.pods() and "client" not in node.pods(), timeout=60, what="removed")
+        wait_for(lambda: not node.leases() or None, what="addresses released")
+    finally:
+        try:
+            node.close()
+            purge_cri(daemon.endpoint, node.args)
+        finally:
+            daemon.stop()
+            net.remove()
+
+
+def _bb(name: str, command: list[str]) -> str:
+    cmd = ", ".join(json.dumps(c) for c in command)
+    return f"- name: {name}\n  image: localhost/busybox:latest\n  imagePullPolicy: IfNotPresent\n  command: [{cmd}]\n"
