@@ -191,6 +191,7 @@ class PodWiring:
         self._tasks: list[asyncio.Task[None]] = []
         self.runtime_version = ""
         self._pod_cidr = cfg.pod_cidr
+        self._opts = opts
         self._log_monitor_s = cfg.container_log_monitor_interval.seconds or 10.0
 
     def _api_volumes(self, api: ApiReaders | None, clock: Clock) -> ApiVolumes | None:
@@ -243,6 +244,30 @@ class PodWiring:
                                                    name="container-log-rotation"))
         for name, source in self.sources:
             self._tasks.append(asyncio.create_task(source.run(self.manager.apply), name=f"source-{name}"))
+
+    async def update_pod_cidr(self, pod_cidr: str) -> None:
+        """The Node's pod CIDR (apiserver mode): from now on pods that are not hostNetwork get their
+        own network. The first CIDR is used; a later change is logged and ignored (the pods running
+        keep their addresses). Dual-stack: the first CIDR."""
+        first = pod_cidr.split(",", maxsplit=1)[0]
+        if self._pod_cidr:
+            if first != self._pod_cidr:
+                log.warning("the Node's pod CIDR is now %s; this node keeps %s until it restarts", first,
+                            self._pod_cidr)
+            return
+        try:
+            if self.cri is not None:
+                cri_conflist(first, self._opts)
+                await self.cri.update_pod_cidr(first)
+            elif self._process is not None and self.node.isolated:
+                self._process.use_network(process_networks(first, self._opts, shim_path()))
+                await self._process.start_networks()
+            else:
+                log.warning("not running as root: pods get no network namespaces (pod CIDR %s unused)", first)
+        except KubeletError as exc:
+            log.error("pod network %s cannot be set up: %s", first, exc)
+            return
+        self._pod_cidr = first
 
     async def stop(self) -> None:
         await cancel_and_wait(self._tasks)

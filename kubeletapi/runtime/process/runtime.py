@@ -112,6 +112,11 @@ class ProcessRuntime:
 
         return RuntimeVersion(RUNTIME_NAME, __version__)
 
+    def use_network(self, network: SandboxNetworks) -> None:
+        """A pod network that became known after the start (the Node's pod CIDR): sandboxes made from
+        now on that are not on the host network get their own."""
+        self._network = network
+
     async def start_networks(self) -> None:
         """At start: release the pod networks a crash left without a sandbox record."""
         if self._network is not None:
