@@ -10,17 +10,20 @@ from pathlib import Path
 import pytest
 
 from tests.cluster.controlplane import ControlPlane
+from tests.cluster.fabric import Fabric
 from tests.cluster.node import Node
+from tests.cluster.nodes import Nodes
 from tests.cri.fixtures import CRIEnv
-from tests.netns import TestNetwork
 
 GRACE = "16s"  # node-monitor-grace-period: a stopped node turns NotReady within seconds, not 50 s
 
 
 @pytest.fixture(scope="session")
-def cluster_network() -> Iterator[TestNetwork]:
-    """The nodes' address: the API server proxies only to global-unicast node addresses."""
-    net = TestNetwork.create()
+def fabric() -> Iterator[Fabric]:
+    """The session's network (tests.cluster.fabric): the API server and the single node on its host
+    address (the API server proxies only to global-unicast node addresses), other nodes in
+    namespaces of their own."""
+    net = Fabric.create()
     try:
         yield net
     finally:
@@ -28,8 +31,9 @@ def cluster_network() -> Iterator[TestNetwork]:
 
 
 @pytest.fixture(scope="session")
-def control_plane(tmp_path_factory: pytest.TempPathFactory, cluster_network: TestNetwork) -> Iterator[ControlPlane]:
-    plane = ControlPlane(tmp_path_factory.mktemp("cluster"), node_ip=cluster_network.host)
+def control_plane(tmp_path_factory: pytest.TempPathFactory, fabric: Fabric) -> Iterator[ControlPlane]:
+    plane = ControlPlane(tmp_path_factory.mktemp("cluster"), node_ip=fabric.host, api_address=fabric.host,
+                         cluster_cidr=fabric.cluster_cidr)
     plane.start(node_monitor_grace_period=GRACE)
     try:
         yield plane
@@ -81,3 +85,14 @@ def namespace(control_plane: ControlPlane) -> Iterator[str]:
         yield name
     finally:
         control_plane.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+@pytest.fixture
+def nodes(control_plane: ControlPlane, fabric: Fabric, tmp_path: Path) -> Iterator[Nodes]:
+    """Nodes of the session's plane, each in its own namespace (`nodes.add()`, not started); all
+    removed afterwards, their namespaces with them."""
+    made = Nodes(control_plane, fabric, tmp_path)
+    try:
+        yield made
+    finally:
+        made.remove()

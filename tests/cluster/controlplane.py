@@ -75,6 +75,10 @@ class ControlPlane:
     node_ip: str = LOOPBACK  # where this plane's nodes serve (tests.netns: proxyable, unlike loopback)
     detached: bool = False  # components in sessions of their own, outliving this process (scripts/cluster.sh)
     audit_nodes: bool = False  # log every request of a node (group system:nodes) to <root>/audit.log
+    # Where kube-apiserver serves (and every kubeconfig points): a fabric address (tests.cluster.fabric)
+    # reaches it from the nodes' namespaces too. The other components stay on loopback.
+    api_address: str = LOOPBACK
+    cluster_cidr: str = ""  # set: the controller-manager allocates each Node a spec.podCIDR from it
     pki: ClusterPKI = field(init=False)
     components: dict[str, Component] = field(default_factory=dict)
     api_port: int = 0
@@ -82,9 +86,9 @@ class ControlPlane:
     def __post_init__(self) -> None:
         self.pki = ClusterPKI(self.root / "pki")
         self.etcd_port, self.peer_port, self.api_port, self.kcm_port, self.sched_port = free_ports(5)
-        self.server = f"https://{LOOPBACK}:{self.api_port}"
+        self.server = f"https://{self.api_address}:{self.api_port}"
         pki = self.pki
-        pki.issue("apiserver", "kube-apiserver", server_ips=[LOOPBACK, "10.0.0.1"],
+        pki.issue("apiserver", "kube-apiserver", server_ips=sorted({LOOPBACK, self.api_address, "10.0.0.1"}),
                   server_names=["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
                                 "kubernetes.default.svc.cluster.local"])
         self.kubelet_client = pki.issue("apiserver-kubelet-client", "kube-apiserver", ["kube-apiserver"])
@@ -144,7 +148,8 @@ class ControlPlane:
         pki = self.pki.root
         self._spawn("kube-apiserver", [
             f"--etcd-servers=http://{LOOPBACK}:{self.etcd_port}",
-            f"--bind-address={LOOPBACK}", f"--advertise-address={LOOPBACK}", f"--secure-port={self.api_port}",
+            f"--bind-address={self.api_address}", f"--advertise-address={self.api_address}",
+            f"--secure-port={self.api_port}",
             f"--tls-cert-file={pki}/apiserver.crt", f"--tls-private-key-file={pki}/apiserver.key",
             f"--client-ca-file={pki}/ca.crt",
             "--service-account-issuer=https://kubernetes.default.svc",
@@ -192,7 +197,17 @@ rules:
             "--use-service-account-credentials", "--leader-elect=false",
             f"--bind-address={LOOPBACK}", f"--secure-port={self.kcm_port}",
             f"--node-monitor-grace-period={grace}", "--node-monitor-period=2s",
+            *self._node_cidr_flags(),
         ])
+
+    NODE_CIDR_MASK = 24  # a node's podCIDR: 254 pod addresses
+
+    def _node_cidr_flags(self) -> list[str]:
+        """The node IPAM controller gives every Node a spec.podCIDR out of `cluster_cidr`."""
+        if not self.cluster_cidr:
+            return []
+        return ["--allocate-node-cidrs", f"--cluster-cidr={self.cluster_cidr}",
+                f"--node-cidr-mask-size={self.NODE_CIDR_MASK}"]
 
     def _scheduler(self) -> None:
         kubeconfig = str(self.scheduler)

@@ -1,5 +1,6 @@
 """A kubeletapi node of the test control plane: the agent as a process with a node identity,
-serving on the plane's node address; and the API's view of it."""
+serving on the plane's node address (in the host namespace) or on its own namespace's address
+(tests.cluster.fabric); and the API's view of it."""
 
 from __future__ import annotations
 
@@ -8,15 +9,18 @@ from pathlib import Path
 from typing import Any
 
 from tests.cluster.controlplane import ControlPlane
+from tests.cluster.fabric import NodeNet
 from tests.cri.cleanup import purge_cri
 from tests.helpers import LOOPBACK, AgentProcess, agent_args, purge
 
 
 class Node:
-    """`runtime`: "process", or "containerd" with `cri_endpoint` (the session's private one)."""
+    """`runtime`: "process", or "containerd" with `cri_endpoint` (the session's private one).
+    `net`: the agent runs in that namespace (and so do its hostNetwork pods on the process runtime)
+    and serves, health checks included, on its address; else in the host's, on the plane's node address."""
 
     def __init__(self, plane: ControlPlane, tmp: Path, *extra: str, runtime: str = "process",
-                 cri_endpoint: str = "") -> None:
+                 cri_endpoint: str = "", net: NodeNet | None = None) -> None:
         self.plane = plane
         self.runtime = runtime
         self.cri_endpoint = cri_endpoint
@@ -26,15 +30,27 @@ class Node:
         self.name = f"node-{uuid.uuid4().hex[:8]}"
         self.args = agent_args(tmp, "--kubeconfig", str(plane.node_identity(self.name)),
                                "--client-ca-file", str(plane.pki.ca.cert), *extra)
-        for flag, value in (("--hostname-override", self.name), ("--address", plane.node_ip),
-                            ("--node-ip", plane.node_ip)):
+        self.net = net
+        self.address = net.address if net is not None else plane.node_ip
+        for flag, value in (("--hostname-override", self.name), ("--address", self.address),
+                            ("--node-ip", self.address)):
             self.args[self.args.index(flag) + 1] = value
+        if net is not None:
+            self.args[self.args.index("--healthz-bind-address") + 1] = net.address
         self.agent: AgentProcess | None = None
         self.log = tmp / "agent.log"
 
     def start(self) -> None:
-        self.agent = AgentProcess(self.args, log=self.log)
-        self.agent.wait_healthy(f"http://{LOOPBACK}:{self.flag('--healthz-port')}/healthz")
+        wrapper = self.net.run_in() if self.net is not None else []
+        self.agent = AgentProcess(self.args, log=self.log, wrapper=wrapper)
+        health = self.net.address if self.net is not None else LOOPBACK
+        self.agent.wait_healthy(f"http://{health}:{self.flag('--healthz-port')}/healthz")
+
+    def kill(self) -> None:
+        """SIGKILL to the agent, as a crash would: its containers keep running."""
+        if self.agent is not None:
+            self.agent.kill()
+            self.agent = None
 
     def stop(self) -> str:
         out = ""

@@ -16,8 +16,8 @@ import pytest
 
 from tests.cluster.conftest import GRACE, RUNTIMES
 from tests.cluster.controlplane import ControlPlane
+from tests.cluster.fabric import Fabric
 from tests.cluster.node import Node
-from tests.netns import TestNetwork
 from tests.podtools import container, manifest, wait_for, write
 
 pytestmark = [pytest.mark.cluster, pytest.mark.e2e, pytest.mark.slow]
@@ -26,8 +26,8 @@ OUTAGE_S = 60
 
 
 @pytest.fixture(scope="module")
-def plane(tmp_path_factory: pytest.TempPathFactory, cluster_network: TestNetwork) -> Iterator[ControlPlane]:
-    own = ControlPlane(tmp_path_factory.mktemp("outage-plane"), node_ip=cluster_network.host)
+def plane(tmp_path_factory: pytest.TempPathFactory, fabric: Fabric) -> Iterator[ControlPlane]:
+    own = ControlPlane(tmp_path_factory.mktemp("outage-plane"), node_ip=fabric.host, api_address=fabric.host)
     own.start(node_monitor_grace_period=GRACE)
     try:
         yield own
