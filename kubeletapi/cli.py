@@ -178,6 +178,9 @@ def parser() -> argparse.ArgumentParser:
                    help="directories of the CNI plugins, comma-separated (default /opt/cni/bin)")
     p.add_argument("--cni-conf-dir", type=Path,
                    help="where the pod network's CNI conflist is written for a CRI runtime (default /etc/cni/net.d)")
+    p.add_argument("--network-plugin", choices=["", "cni"],
+                   help="cni: with --kubeconfig, pods that are not hostNetwork get their own network from the "
+                        "Node's spec.podCIDR (CNI plugins); default: the node's network")
     p.add_argument("--pod-bridge", help="the pod network's bridge (default kla<8 hex of the root dir's hash>)")
     p.add_argument("--housekeeping-interval", type=_duration, help="stats sampling period (default 10s)")
     p.add_argument("--token-auth-file", type=Path, help='static tokens: token,user,uid,"group1,group2"')
@@ -258,6 +261,7 @@ def parse(argv: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[No
         cni_bin_dirs=ns.get("cni_bin_dir", (Path("/opt/cni/bin"),)),
         cni_conf_dir=ns.get("cni_conf_dir", Path("/etc/cni/net.d")),
         pod_bridge=ns.get("pod_bridge", ""),
+        network_plugin=ns.get("network_plugin", ""),
     )
     return opts, flags
 

@@ -12,6 +12,7 @@ from kubeletapi.config.durations import Duration
 from kubeletapi.errors import ConfigError
 
 RUNTIMES = ("process", "remote")
+NETWORK_PLUGINS = ("", "cni")
 DEFAULT_HOUSEKEEPING = Duration.parse("10s")
 DEFAULT_INFLUXDB_TIMEOUT = Duration.parse("5s")
 
@@ -33,12 +34,18 @@ class NodeOptions:
     cni_bin_dirs: tuple[Path, ...] = (Path("/opt/cni/bin"),)
     cni_conf_dir: Path = Path("/etc/cni/net.d")
     pod_bridge: str = ""  # "": derived from the root dir (effective_pod_bridge)
+    # "cni": in apiserver mode the Node's spec.podCIDR becomes the pod network (the old kubelet's
+    # --network-plugin); "": pods use the node's network unless --pod-cidr is given.
+    network_plugin: str = ""
 
     def __post_init__(self) -> None:
         if self.container_runtime not in RUNTIMES:
             raise ConfigError(
                 f"--container-runtime must be one of {', '.join(RUNTIMES)}, got {self.container_runtime!r}"
             )
+        if self.network_plugin not in NETWORK_PLUGINS:
+            raise ConfigError(f"--network-plugin must be one of {', '.join(map(repr, NETWORK_PLUGINS))}, "
+                              f"got {self.network_plugin!r}")
         if not Duration.parse("1s") <= self.housekeeping_interval <= Duration.parse("15m"):
             raise ConfigError(
                 f"--housekeeping-interval must be between 1s and 15m, got {self.housekeeping_interval}"

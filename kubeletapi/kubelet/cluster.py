@@ -124,7 +124,8 @@ class ClusterWiring:
                 self.api, facts, self._clock, boot_id=machine.boot_id, not_ready=self._not_ready,
                 images=NodeImages(pods.cri, self._clock), update_s=cfg.node_status_update_frequency.seconds,
                 report_s=cfg.node_status_report_frequency.seconds, lease_s=cfg.node_lease_duration_seconds,
-                events=self.events, pod_cidr=pods.update_pod_cidr,
+                events=self.events,
+                pod_cidr=pods.update_pod_cidr if self._opts.network_plugin == "cni" else None,
             )
             await self.controller.start()
         else:
