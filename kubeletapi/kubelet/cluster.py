@@ -178,8 +178,9 @@ class ClusterWiring:
             self.status_sync.notify()
 
     def _not_ready(self) -> list[str]:
-        reason = self._pods.pleg.unhealthy() if self._pods is not None else None
-        return [reason] if reason else []
+        if self._pods is None:
+            return []
+        return [reason for reason in (self._pods.pleg.unhealthy(), self._pods.network_error()) if reason]
 
 
 def _cgroup_version() -> int:

@@ -179,7 +179,7 @@ class PodWiring:
         volumes = PodVolumes(self.node, api=self._api_volumes(api, clock))
         self._syncer = syncer = PodSyncer(self.runtime, self.node, clock, Backoff(clock), volumes,
                                           self.pleg, self.statuses, metrics, self.probes, images,
-                                          self._env(api), pod_events)
+                                          self._env(api), pod_events, self.network_error)
         self.sources = [*self._sources(cfg, node_name, clock), *extra_sources]
         self.manager = PodManager(syncer, self.pleg, self.statuses, clock, cfg.max_pods,
                                   [name for name, _ in self.sources], metrics, LogGC(self.node.pod_logs_dir, clock),
@@ -190,8 +190,9 @@ class PodWiring:
                                       pause_containers=self.cri is not None)
         self._tasks: list[asyncio.Task[None]] = []
         self.runtime_version = ""
-        self._pod_cidr = cfg.pod_cidr
-        self._opts = opts
+        self._opts, self._pod_cidr = opts, cfg.pod_cidr
+        # apiserver mode with --network-plugin=cni: the pod network waits for the Node's podCIDR
+        self._awaits_cidr = opts.network_plugin == "cni" and api is not None
         self._log_monitor_s = cfg.container_log_monitor_interval.seconds or 10.0
 
     def _api_volumes(self, api: ApiReaders | None, clock: Clock) -> ApiVolumes | None:
@@ -244,6 +245,14 @@ class PodWiring:
                                                    name="container-log-rotation"))
         for name, source in self.sources:
             self._tasks.append(asyncio.create_task(source.run(self.manager.apply), name=f"source-{name}"))
+
+    def network_error(self) -> str | None:
+        """Why the pod network is not ready (the runtime's NetworkReady=false), else None: with
+        --network-plugin=cni in apiserver mode, until the Node's podCIDR is known."""
+        if self._awaits_cidr and not self._pod_cidr:
+            return ("container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady "
+                    "message:the Node has no spec.podCIDR yet")
+        return None
 
     async def update_pod_cidr(self, pod_cidr: str) -> None:
         """The Node's pod CIDR (apiserver mode): from now on pods that are not hostNetwork get their

@@ -66,12 +66,15 @@ class PodView:
 
     sandbox_ready: bool = False
     instances: dict[str, list[rt.ContainerStatus]] = field(default_factory=dict)
-    pod_ips: tuple[str, ...] = ()  # the ready sandbox's own addresses; () on the node's network
+    # The pod's own addresses: its ready sandbox's, else its newest sandbox's (a completed pod whose
+    # sandbox was stopped keeps showing the address it had); () on the node's network.
+    pod_ips: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, sandboxes: Sequence[rt.Sandbox], containers: Sequence[rt.ContainerStatus]) -> PodView:
-        ready = sorted((s for s in sandboxes if s.state is rt.SandboxState.READY), key=lambda s: s.created_at)
-        view = cls(sandbox_ready=bool(ready), pod_ips=ready[-1].ips if ready else ())
+        latest = sorted(sandboxes, key=lambda s: (s.state is rt.SandboxState.READY, s.created_at))
+        view = cls(sandbox_ready=any(s.state is rt.SandboxState.READY for s in sandboxes),
+                   pod_ips=latest[-1].ips if latest else ())
         for status in containers:
             view.instances.setdefault(status.name, []).append(status)
         for items in view.instances.values():

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
@@ -53,6 +54,7 @@ from kubeletapi.runtime.interface import Runtime
 log = logging.getLogger(__name__)
 
 CONFIG_RETRY_S = 10.0
+NETWORK_RETRY_S = 1.0  # the pod network is not ready yet (the Node has no podCIDR yet)
 RUNTIME_RETRY_S = 2.0  # the runtime is unreachable: try again soon (it is usually restarting)
 HOOK_TIMEOUT_S = 120.0
 PROBE_OUTPUT_MAX = 1024  # probe output kept in a terminated state's message
@@ -134,8 +136,12 @@ class PodSyncer:
         images: ImageManager | None = None,
         env: EnvSource | None = None,
         events: PodEvents | None = None,
+        network_error: Callable[[], str | None] | None = None,
     ) -> None:
         self._runtime = runtime
+        # Why the pod network is not ready (None: it is, or pods use the node's): a pod that is not
+        # hostNetwork waits for it, as the kubelet's syncPod does (NetworkNotReady).
+        self._network_error = network_error or (lambda: None)
         self._node = node
         self._clock = clock
         self._backoff = backoff
@@ -194,6 +200,9 @@ class PodSyncer:
         ctx = _SyncContext(pod, "", PodView.of(sandboxes, containers), volumes, state, self._node, sandbox_attempt)
         if ready:
             ctx.sandbox_id = ready[0].id
+        elif not pod.spec.host_network and (not_ready := self._network_error()):
+            self._wait_all(pod, state, "ContainerCreating", f"network is not ready: {not_ready}")
+            return NETWORK_RETRY_S
         else:
             state.changing = True
             if sandboxes:

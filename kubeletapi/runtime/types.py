@@ -112,7 +112,9 @@ class Sandbox:
     log_directory: str = ""
     cgroup_parent: str = ""
     image: str = ""  # a CRI runtime's sandbox (pause) image; "" for the process runtime
-    ips: tuple[str, ...] = ()  # the pod's own addresses (its network namespace); () on the host network
+    # The pod's own addresses (its network namespace; kept once the sandbox stopped, as CRI runtimes
+    # report them); () on the host network.
+    ips: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -157,7 +157,7 @@ def sandbox(item: pb.PodSandbox, log_directory: str = "", cgroup_parent: str = "
         id=item.id, meta=_meta(item.metadata),
         state=SandboxState.READY if ready else SandboxState.NOTREADY,
         created_at=item.created_at, labels=dict(item.labels), annotations=dict(item.annotations),
-        log_directory=log_directory, cgroup_parent=cgroup_parent, image=image, ips=ips if ready else (),
+        log_directory=log_directory, cgroup_parent=cgroup_parent, image=image, ips=ips,
     )
 
 

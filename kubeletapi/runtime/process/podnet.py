@@ -83,7 +83,7 @@ class SandboxNetworks:
         netns = record.netns if Path(record.netns).exists() else ""
         await self._plugins.detach(record.id, netns, record.network or None, cni_args(record, record.id))
         await self._netns("del", record.netns)
-        record.netns, record.ips, record.network = "", [], {}
+        record.netns, record.network = "", {}  # the addresses stay on record: the pod's last ones
 
     async def cleanup(self, sandboxes: Mapping[str, SandboxRecord]) -> list[str]:
         """Release and remove namespaces no sandbox record names (left by a crash); returns

@@ -171,7 +171,7 @@ class ProcessRuntime:
                 id=r.id, meta=r.config.meta, state=SandboxState.READY if r.ready else SandboxState.NOTREADY,
                 created_at=r.created_at, labels=r.config.labels, annotations=r.config.annotations,
                 log_directory=r.config.log_directory, cgroup_parent=r.config.cgroup_parent,
-                ips=tuple(r.ips) if r.ready else (),
+                ips=tuple(r.ips),
             )
             for r in list(self._sandboxes.values())
             if pod_uid is None or r.config.labels.get(POD_UID) == pod_uid

@@ -55,8 +55,8 @@ class SandboxRecord:
     config: SandboxConfig
     created_at: int
     ready: bool = True
-    # The sandbox's own network (podnet.py): its namespace's path while it exists, the addresses
-    # and the plugins' ADD result (for DEL) once attached.
+    # The sandbox's own network (podnet.py): its namespace's path while it exists, the plugins' ADD
+    # result (for DEL) while attached, and the addresses (kept after the teardown: the pod's last).
     netns: str = ""
     ips: list[str] = field(default_factory=list)
     network: dict[str, Any] = field(default_factory=dict)
