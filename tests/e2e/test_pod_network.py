@@ -9,8 +9,10 @@ range 10.251.200.0/24 exist only inside it; removing the namespace removes them 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import time
 import uuid
@@ -189,7 +191,12 @@ def test_stale_namespace_of_a_gone_pod_is_removed_at_start(node: NetNode) -> Non
     # the sandbox's record vanishes as if the agent died mid-removal; its namespace stays bound
     for state in (node.root / "runtime" / "process" / "sandboxes").iterdir():
         subprocess.run(["rm", "-rf", str(state)], check=True)
-    purge(node.args)  # its processes too
+    for record in (node.root / "runtime" / "process" / "containers").glob("*/container.json"):
+        for key in ("app_pid", "init_pid", "shim_pid"):  # its processes too (purge would unbind the namespace)
+            pid = json.loads(record.read_text()).get(key)
+            if pid:  # 0 would signal our own process group
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
     assert len(node.netns_files()) == 1
     node.start()
     wait_for(lambda: (not node.netns_files() and not node.leases()) or None, what="stale namespace released")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
@@ -46,6 +47,12 @@ def cni_args(record: SandboxRecord | None, sandbox_id: str) -> dict[str, str]:
     if record is not None:
         args |= {"K8S_POD_NAMESPACE": record.config.meta.namespace, "K8S_POD_NAME": record.config.meta.name}
     return args
+
+
+def _bound(path: str) -> str:
+    """`path` if a namespace is bound there, else "" (a file left unbound by a crash, or by a reboot:
+    the plugins then release by the container id alone, as the CNI spec's DEL without a netns)."""
+    return path if os.path.ismount(path) else ""
 
 
 class SandboxNetworks:
@@ -80,8 +87,7 @@ class SandboxNetworks:
         """DEL the sandbox's interfaces and remove its namespace (nothing if it has none)."""
         if not record.netns:
             return
-        netns = record.netns if Path(record.netns).exists() else ""
-        await self._plugins.detach(record.id, netns, record.network or None, cni_args(record, record.id))
+        await self._plugins.detach(record.id, _bound(record.netns), record.network or None, cni_args(record, record.id))
         await self._netns("del", record.netns)
         record.netns, record.network = "", {}  # the addresses stay on record: the pod's last ones
 
@@ -94,7 +100,7 @@ class SandboxNetworks:
             if str(entry) in named or entry.name.startswith("."):
                 continue
             try:
-                await self._plugins.detach(entry.name, str(entry), None, cni_args(None, entry.name))
+                await self._plugins.detach(entry.name, _bound(str(entry)), None, cni_args(None, entry.name))
                 await self._netns("del", str(entry))
             except NetworkError as exc:
                 log.warning("process runtime: stale network namespace %s: %s", entry, exc)
