@@ -16,6 +16,7 @@ from tests.cluster.controlplane import ControlPlane
 from tests.cluster.fabric import Fabric
 from tests.cluster.node import Node
 from tests.cluster.nodes import Nodes
+from tests.cri import containerd, images
 from tests.podtools import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.e2e]
@@ -86,3 +87,54 @@ def test_pods_on_different_nodes_reach_each_other_and_the_api_server(
     assert logs.strip() == f"hello {client_ip}"  # no masquerading: the server saw the pod's own address
     wait_for(lambda: _phase(plane, namespace, "api", "Succeeded"), timeout=90, what="api pod done")
     assert plane.kubectl("logs", "-n", namespace, "api").stdout.strip() == "ok"
+
+
+@pytest.mark.cri
+def test_containerd_pods_on_different_nodes_reach_each_other(
+        control_plane: ControlPlane, fabric: Fabric, nodes: Nodes, namespace: str) -> None:
+    """The same on containerd: each node's own containerd runs in the node's namespace (its CNI
+    makes the bridge there) and reads the conflist kubeletapi writes into its conf dir."""
+    missing = containerd.missing_tools() + images.missing_tools()
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)}")
+    tars = images.build_all()
+    daemons: list[containerd.PrivateContainerd] = []
+    try:
+        pair = []
+        for _ in range(2):
+            daemon = containerd.PrivateContainerd()
+            daemons.append(daemon)
+            node = nodes.add(*NETWORK, "--cni-conf-dir", str(daemon.work / "cni"), runtime="containerd",
+                             cri_endpoint=daemon.endpoint)
+            assert node.net is not None
+            daemon.wrapper = node.net.run_in()
+            daemon.start()
+            daemon.import_images(tars)
+            daemon.tag("localhost/busybox:latest", "docker.io/library/busybox:1.36")
+            node.start()
+            pair.append(node)
+        a, b = pair
+        cidrs = {}
+        for node in pair:
+            cidrs[node.name] = wait_for(lambda n=node: _pod_cidr(n), timeout=60, what=f"{node.name}'s podCIDR")
+            fabric.route(cidrs[node.name], node.address)
+        wait_for(lambda: a.ready() and b.ready(), timeout=60, what="nodes Ready")
+        plane = control_plane
+        www = "echo hello > /tmp/index.html; exec httpd -f -p 8080 -h /tmp"
+        plane.kubectl("apply", "-f", "-", input_=_pod(namespace, "server", a, ["sh", "-c", www]))
+        server = wait_for(lambda: _phase(plane, namespace, "server", "Running"), timeout=90, what="server Running")
+        ip = server["status"]["podIP"]
+        assert ipaddress.ip_address(ip) in ipaddress.ip_network(cidrs[a.name]), (ip, cidrs)
+        fetch = ["wget", "-qO-", f"http://{ip}:8080/index.html"]
+        plane.kubectl("apply", "-f", "-", input_=_pod(namespace, "client", b, fetch, restartPolicy="Never"))
+        # a TCP connection to the API server (busybox's wget speaks no TLS here)
+        dial = ["nc", "-w", "5", fabric.host, str(plane.api_port)]
+        plane.kubectl("apply", "-f", "-", input_=_pod(namespace, "api", b, dial, restartPolicy="Never"))
+        client = wait_for(lambda: _phase(plane, namespace, "client", "Succeeded"), timeout=90, what="client done")
+        assert ipaddress.ip_address(client["status"]["podIP"]) in ipaddress.ip_network(cidrs[b.name])
+        assert plane.kubectl("logs", "-n", namespace, "client").stdout.strip() == "hello"
+        wait_for(lambda: _phase(plane, namespace, "api", "Succeeded"), timeout=90, what="api pod connected")
+    finally:
+        nodes.remove()  # their containers first, then the daemons that run them
+        for daemon in daemons:
+            daemon.stop()

@@ -85,7 +85,7 @@ class PrivateContainerd:
     def __init__(self, log_level: str = "warn", wrapper: Sequence[str] = ()) -> None:
         """`wrapper`: a command prefix containerd runs under (e.g. nsenter into a test network
         namespace: its CNI then makes the pods' bridge and veths there)."""
-        self._wrapper = list(wrapper)
+        self.wrapper = list(wrapper)  # may be set until start()
         self.work = Path(tempfile.mkdtemp(prefix="kcri-", dir="/tmp"))
         self.socket = self.work / "c.sock"
         self.log_path = self.work / "containerd.log"
@@ -109,7 +109,7 @@ class PrivateContainerd:
         config.write_text(_CONFIG.format(work=self.work, socket=self.socket, log_level=self._log_level))
         with self.log_path.open("ab") as log:
             self._proc = subprocess.Popen(
-                [*self._wrapper, "containerd", "--config", str(config)],
+                [*self.wrapper, "containerd", "--config", str(config)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                 start_new_session=True,  # a ^C of the test run reaches it only through stop()
             )
