@@ -153,7 +153,7 @@ class PodSyncer:
         self._images = images if images is not None else ImageManager(runtime, clock)
         self._env = env if env is not None else EnvResolver(node)
         self._events = events or PodEvents()
-        self._stopper = ContainerStopper(runtime, clock, node.node_ip, self._events)
+        self._stopper = ContainerStopper(runtime, clock, node.node_ip, self._events, pod_ip=self._published_ip)
         self._pods: dict[str, _PodState] = {}
         # The scheme of container ids in statuses: the runtime's name (containerd://<id>), set by
         # the wiring once the runtime has answered Version.
@@ -360,13 +360,25 @@ class PodSyncer:
             self._observer.container_started("init_container" if kind == "init" else "container")
         hook = container.lifecycle.post_start if container.lifecycle else None
         if hook is not None:
-            error = await run_hook(hook, self._runtime, container_id, container, self._node.node_ip, HOOK_TIMEOUT_S)
+            pod_ip = await self._sandbox_ip(ctx) if hook.http_get is not None else self._node.node_ip
+            error = await run_hook(hook, self._runtime, container_id, container, pod_ip, HOOK_TIMEOUT_S)
             if error is not None:
                 log.warning("postStart hook of %s/%s failed: %s", ctx.pod.metadata.name, container.name, error)
                 self._events.post_start_failed(ctx.pod, container)
                 self._events.killing(ctx.pod, container, "FailedPostStartHook")
                 await self._runtime.stop_container(container_id, grace_period(ctx.pod))
         return None
+
+    async def _sandbox_ip(self, ctx: _SyncContext) -> str:
+        """The address an httpGet hook calls: the pod's own (its sandbox's), else the node's."""
+        sandboxes = await self._runtime.list_pod_sandboxes(ctx.pod.metadata.uid)
+        ips = next((s.ips for s in sandboxes if s.id == ctx.sandbox_id), ())
+        return ips[0] if ips else self._node.node_ip
+
+    def _published_ip(self, pod: Pod) -> str:
+        """The pod's address as its status shows it (a preStop httpGet calls it)."""
+        status = self._statuses.get(pod.metadata.uid)
+        return status.pod_ip if status is not None and status.pod_ip else self._node.node_ip
 
     async def _gc_instances(self, view: PodView, state: _PodState) -> None:
         """Keep the newest instance and one exited instance before it (the kubelet keeps 1)."""

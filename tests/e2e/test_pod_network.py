@@ -32,11 +32,15 @@ pytestmark = pytest.mark.e2e
 
 POD_CIDR = "10.251.200.0/24"
 CNI_BIN = "/usr/lib/cni"
+# A minimal HTTP server: answers "hello <peer>" and appends "<peer> <request line>" to argv[1].
 SERVER = ("import socket,sys\n"
           "s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
           "s.bind(('0.0.0.0', 8080)); s.listen()\n"
           "while True:\n"
-          "    c,a=s.accept(); c.sendall(('hello '+a[0]+'\\n').encode()); c.close()\n")
+          "    c,a=s.accept(); line=c.recv(4096).split(b'\\r\\n')[0].decode()\n"
+          "    open(sys.argv[1],'a').write(a[0]+' '+line+'\\n')\n"
+          "    c.sendall(('HTTP/1.0 200 OK\\r\\n\\r\\nhello '+a[0]+'\\n').encode()); c.close()\n")
+PRE_STOP = "lifecycle:\n  preStop:\n    httpGet: {path: /bye, port: 8080}"
 
 
 def _needs() -> str | None:
@@ -127,7 +131,9 @@ def _pod_log(node: NetNode, name: str) -> str:
 
 def test_pods_get_their_own_network(node: NetNode) -> None:
     marker = uuid.uuid4().hex[:8]
-    write(node.manifests, "server.yaml", manifest("server", container("srv", ["python3", "-c", SERVER + f"#{marker}"])))
+    hits = node.root.parent / "hits.txt"
+    write(node.manifests, "server.yaml", manifest("server", container(
+        "srv", ["python3", "-c", SERVER + f"#{marker}", str(hits)], PRE_STOP)))
     write(node.manifests, "host.yaml", manifest("host", container("h", ["sleep", "3600"]), "hostNetwork: true"))
     node.start()
     server = wait_for(lambda: node.running("server"), timeout=30, what="server running")
@@ -145,7 +151,8 @@ def test_pods_get_their_own_network(node: NetNode) -> None:
     assert _net_ns(status_pid(node, host)) == _net_ns(agent_pid)
     assert os.stat(node.netns_files()[0]).st_ino == _net_ns(srv_pid)
 
-    connect = f"import socket; s=socket.create_connection(('{ip}', 8080), 5); print(s.recv(99).decode())"
+    connect = (f"import socket; s=socket.create_connection(('{ip}', 8080), 5); "
+               "s.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n'); print(s.recv(99).decode())")
     client = ["python3", "-c", connect]
     write(node.manifests, "client.yaml", manifest("client", container("c", client), "restartPolicy: Never"))
     done = wait_for(lambda: (p := node.pods().get("client")) and p["status"].get("phase") == "Succeeded" and p,
@@ -170,6 +177,8 @@ def test_pods_get_their_own_network(node: NetNode) -> None:
     (node.manifests / "client.yaml").unlink()
     wait_for(lambda: "server" not in node.pods() and "client" not in node.pods(), timeout=30, what="pods removed")
     wait_for(lambda: (not node.netns_files() and not node.leases()) or None, what="namespaces and leases gone")
+    # the preStop httpGet called the pod's own address (from the node's side of the bridge)
+    assert "10.251.200.1 GET /bye HTTP/1.1" in hits.read_text().splitlines()
     mounts = Path("/proc/self/mountinfo").read_text()
     assert str(node.root / "network" / "netns") not in mounts
 
