@@ -49,6 +49,10 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"invalid boolean {text!r}")
 
 
+def _paths(text: str) -> tuple[Path, ...]:
+    return tuple(Path(p) for p in text.split(",") if p)
+
+
 def _duration(text: str) -> str:
     try:
         Duration.parse(text)
@@ -125,6 +129,9 @@ CONFIG_FLAGS: list[tuple[str, tuple[str, ...], Any, str]] = [
     ("--pod-logs-dir", ("podLogsDir",), str, "root directory of container logs"),
     ("--cgroup-root", ("cgroupRoot",), str, "root cgroup for pods"),
     ("--max-pods", ("maxPods",), int, "maximum number of pods on this node"),
+    ("--pod-cidr", ("podCIDR",), str,
+     "the pods' address range (standalone mode; with --kubeconfig the Node's spec.podCIDR): pods that are "
+     "not hostNetwork get their own network namespace and address from it; empty: every pod uses the node's"),
     ("--enable-debugging-handlers", ("enableDebuggingHandlers",), _bool,
      "serve exec, attach, logs, run, portForward and configz"),
     ("--container-runtime-endpoint", ("containerRuntimeEndpoint",), str, "CRI endpoint (remote runtime)"),
@@ -173,6 +180,14 @@ def parser() -> argparse.ArgumentParser:
                         "(into --cert-dir) and write --kubeconfig, when --kubeconfig has no valid one")
     p.add_argument("--node-labels", type=_labels, help="labels to register the node with: key=value, comma-separated")
     p.add_argument("--container-runtime", choices=["process", "remote"], help="process (default) or remote (CRI)")
+    p.add_argument("--cni-bin-dir", type=_paths,
+                   help="directories of the CNI plugins, comma-separated (default /opt/cni/bin)")
+    p.add_argument("--cni-conf-dir", type=Path,
+                   help="where the pod network's CNI conflist is written for a CRI runtime (default /etc/cni/net.d)")
+    p.add_argument("--network-plugin", choices=["", "cni"],
+                   help="cni: with --kubeconfig, pods that are not hostNetwork get their own network from the "
+                        "Node's spec.podCIDR (CNI plugins); default: the node's network")
+    p.add_argument("--pod-bridge", help="the pod network's bridge (default kla<8 hex of the root dir's hash>)")
     p.add_argument("--housekeeping-interval", type=_duration, help="stats sampling period (default 10s)")
     p.add_argument("--token-auth-file", type=Path, help='static tokens: token,user,uid,"group1,group2"')
     p.add_argument("--authorization-rbac-file", type=Path,
@@ -250,6 +265,10 @@ def parse(argv: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[No
         token_auth_file=ns.get("token_auth_file"),
         authorization_rbac_file=ns.get("authorization_rbac_file"),
         influxdb=_influxdb_options(ns, os.environ if env is None else env),
+        cni_bin_dirs=ns.get("cni_bin_dir", (Path("/opt/cni/bin"),)),
+        cni_conf_dir=ns.get("cni_conf_dir", Path("/etc/cni/net.d")),
+        pod_bridge=ns.get("pod_bridge", ""),
+        network_plugin=ns.get("network_plugin", ""),
     )
     return opts, flags
 

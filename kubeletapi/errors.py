@@ -43,6 +43,11 @@ class Gone(KubeletError):
     """An API server no longer has the requested version (410): a watch must list afresh."""
 
 
+class NetworkError(KubeletError):
+    """A network plugin (CNI) could not set up, check or tear down a pod's network; the message
+    names the plugin, the operation and the plugin's own error."""
+
+
 class ConfigError(InvalidInput):
     """The configuration (flags or --config file) is invalid: start-up stops with exit code 1."""
 

@@ -208,6 +208,9 @@ def purge(args: Sequence[str]) -> None:
     for mount in sorted((root / "pods").glob("*/volumes/*/*"), reverse=True):
         if os.path.ismount(mount):
             subprocess.run(["umount", "-l", str(mount)], check=False)
+    for netns in (root / "network" / "netns").glob("*"):  # pods' own network namespaces (--pod-cidr)
+        subprocess.run(["umount", "-l", str(netns)], capture_output=True, check=False)
+        netns.unlink(missing_ok=True)
     if isolated:
         remove_cgroup_root(args[args.index("--cgroup-root") + 1])
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,6 +12,7 @@ from kubeletapi.config.durations import Duration
 from kubeletapi.errors import ConfigError
 
 RUNTIMES = ("process", "remote")
+NETWORK_PLUGINS = ("", "cni")
 DEFAULT_HOUSEKEEPING = Duration.parse("10s")
 DEFAULT_INFLUXDB_TIMEOUT = Duration.parse("5s")
 
@@ -32,6 +34,12 @@ class NodeOptions:
     token_auth_file: Path | None = None
     authorization_rbac_file: Path | None = None
     influxdb: InfluxDBOptions | None = None  # the InfluxDB sink, off unless --influxdb-url
+    cni_bin_dirs: tuple[Path, ...] = (Path("/opt/cni/bin"),)
+    cni_conf_dir: Path = Path("/etc/cni/net.d")
+    pod_bridge: str = ""  # "": derived from the root dir (effective_pod_bridge)
+    # "cni": in apiserver mode the Node's spec.podCIDR becomes the pod network (the old kubelet's
+    # --network-plugin); "": pods use the node's network unless --pod-cidr is given.
+    network_plugin: str = ""
 
     def __post_init__(self) -> None:
         if self.bootstrap_kubeconfig is not None and self.kubeconfig is None:
@@ -41,10 +49,21 @@ class NodeOptions:
             raise ConfigError(
                 f"--container-runtime must be one of {', '.join(RUNTIMES)}, got {self.container_runtime!r}"
             )
+        if self.network_plugin not in NETWORK_PLUGINS:
+            raise ConfigError(f"--network-plugin must be one of {', '.join(map(repr, NETWORK_PLUGINS))}, "
+                              f"got {self.network_plugin!r}")
         if not Duration.parse("1s") <= self.housekeeping_interval <= Duration.parse("15m"):
             raise ConfigError(
                 f"--housekeeping-interval must be between 1s and 15m, got {self.housekeeping_interval}"
             )
+
+    @property
+    def effective_pod_bridge(self) -> str:
+        """--pod-bridge, else `kla` + 8 hex of the root dir's hash: agents with their own root dirs
+        (parallel tests) never share a bridge by accident."""
+        if self.pod_bridge:
+            return self.pod_bridge
+        return "kla" + hashlib.sha256(str(self.root_dir.resolve()).encode()).hexdigest()[:8]
 
     @property
     def effective_cert_dir(self) -> Path:

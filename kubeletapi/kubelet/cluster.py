@@ -127,6 +127,7 @@ class ClusterWiring:
                 images=NodeImages(pods.cri, self._clock), update_s=cfg.node_status_update_frequency.seconds,
                 report_s=cfg.node_status_report_frequency.seconds, lease_s=cfg.node_lease_duration_seconds,
                 events=self.events,
+                pod_cidr=pods.update_pod_cidr if self._opts.network_plugin == "cni" else None,
             )
             await self.controller.start()
         else:
@@ -179,8 +180,9 @@ class ClusterWiring:
             self.status_sync.notify()
 
     def _not_ready(self) -> list[str]:
-        reason = self._pods.pleg.unhealthy() if self._pods is not None else None
-        return [reason] if reason else []
+        if self._pods is None:
+            return []
+        return [reason for reason in (self._pods.pleg.unhealthy(), self._pods.network_error()) if reason]
 
 
 def _cgroup_version() -> int:

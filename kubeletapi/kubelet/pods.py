@@ -24,6 +24,7 @@ from kubeletapi.cgroups import detect, new_writer
 from kubeletapi.clock import Clock
 from kubeletapi.config import KubeletConfiguration, NodeOptions
 from kubeletapi.errors import KubeletError
+from kubeletapi.kubelet.podnetwork import cri_conflist, process_networks
 from kubeletapi.metrics.pods import PodMetrics
 from kubeletapi.metrics.runtime import InstrumentedRuntime
 from kubeletapi.pods.access import ContainerAccess
@@ -130,11 +131,15 @@ class PodWiring:
         streamer: Streamer
         runtime_pids: Callable[[], Sequence[int]]
         self.cri: CRIRuntime | None
+        self._process: ProcessRuntime | None
         if opts.container_runtime == "remote":
             # A CRI runtime isolates every container itself; pods always get a cgroup_parent (a
             # sandbox without one breaks ListPodSandboxStats), created with the pod's limits when root.
             cri = CRIRuntime(cfg.container_runtime_endpoint, cgroups=new_writer(detect()) if isolated else None)
             runtime, streamer, self.cri = cri, cri, cri
+            self._process = None
+            if cfg.pod_cidr:
+                cri_conflist(cfg.pod_cidr, opts)  # the runtime's CNI reads it; the CIDR follows at start
             runtime_pids = RuntimeProcesses(clock)
             # containerd never rotates: the kubelet's container log manager does (the process
             # runtime's shim rotates by itself).
@@ -142,12 +147,19 @@ class PodWiring:
                 cri, log_max_size, cfg.container_log_max_files, clock)
             isolated = True
         else:
+            networks = None
+            if cfg.pod_cidr and isolated:
+                networks = process_networks(cfg.pod_cidr, opts, shim_path())
+            elif cfg.pod_cidr:
+                log.warning("not running as root: pods get no network namespaces (podCIDR %s unused)", cfg.pod_cidr)
             process = ProcessRuntime(
                 opts.root_dir / "runtime" / "process", shim_path(), clock,
                 cgroups=new_writer(detect()) if isolated else None, namespaces=isolated,
                 log_max_size=log_max_size,
                 log_max_files=cfg.container_log_max_files,
+                network=networks,
             )
+            self._process = process
             if not isolated:
                 log.warning("not running as root: pods get no cgroups, namespaces or volume mounts")
             runtime, streamer, self.cri = process, process, None
@@ -167,7 +179,7 @@ class PodWiring:
         volumes = PodVolumes(self.node, api=self._api_volumes(api, clock))
         self._syncer = syncer = PodSyncer(self.runtime, self.node, clock, Backoff(clock), volumes,
                                           self.pleg, self.statuses, metrics, self.probes, images,
-                                          self._env(api), pod_events)
+                                          self._env(api), pod_events, self.network_error)
         self.sources = [*self._sources(cfg, node_name, clock), *extra_sources]
         self.manager = PodManager(syncer, self.pleg, self.statuses, clock, cfg.max_pods,
                                   [name for name, _ in self.sources], metrics, LogGC(self.node.pod_logs_dir, clock),
@@ -178,6 +190,9 @@ class PodWiring:
                                       pause_containers=self.cri is not None)
         self._tasks: list[asyncio.Task[None]] = []
         self.runtime_version = ""
+        self._opts, self._pod_cidr = opts, cfg.pod_cidr
+        # apiserver mode with --network-plugin=cni: the pod network waits for the Node's podCIDR
+        self._awaits_cidr = opts.network_plugin == "cni" and api is not None
         self._log_monitor_s = cfg.container_log_monitor_interval.seconds or 10.0
 
     def _api_volumes(self, api: ApiReaders | None, clock: Clock) -> ApiVolumes | None:
@@ -216,8 +231,12 @@ class PodWiring:
             log.info("container runtime %s %s (CRI %s) at %s", version.runtime_name, version.runtime_version,
                      version.runtime_api_version, self.cri.endpoint)
             self._syncer.id_scheme = version.runtime_name
+            if self._pod_cidr:
+                await self.cri.update_pod_cidr(self._pod_cidr)
         else:
             version = await self.runtime.version()
+        if self._process is not None:
+            await self._process.start_networks()  # before the relist: stale namespaces are gone
         # nodeInfo.containerRuntimeVersion: <type>://<version>, the type as container IDs carry it.
         self.runtime_version = f"{self._syncer.id_scheme}://{version.runtime_version}"
         await self.pleg.relist()  # re-adopted containers are known before the first sync
@@ -226,6 +245,38 @@ class PodWiring:
                                                    name="container-log-rotation"))
         for name, source in self.sources:
             self._tasks.append(asyncio.create_task(source.run(self.manager.apply), name=f"source-{name}"))
+
+    def network_error(self) -> str | None:
+        """Why the pod network is not ready (the runtime's NetworkReady=false), else None: with
+        --network-plugin=cni in apiserver mode, until the Node's podCIDR is known."""
+        if self._awaits_cidr and not self._pod_cidr:
+            return ("container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady "
+                    "message:the Node has no spec.podCIDR yet")
+        return None
+
+    async def update_pod_cidr(self, pod_cidr: str) -> None:
+        """The Node's pod CIDR (apiserver mode): from now on pods that are not hostNetwork get their
+        own network. The first CIDR is used; a later change is logged and ignored (the pods running
+        keep their addresses). Dual-stack: the first CIDR."""
+        first = pod_cidr.split(",", maxsplit=1)[0]
+        if self._pod_cidr:
+            if first != self._pod_cidr:
+                log.warning("the Node's pod CIDR is now %s; this node keeps %s until it restarts", first,
+                            self._pod_cidr)
+            return
+        try:
+            if self.cri is not None:
+                cri_conflist(first, self._opts)
+                await self.cri.update_pod_cidr(first)
+            elif self._process is not None and self.node.isolated:
+                self._process.use_network(process_networks(first, self._opts, shim_path()))
+                await self._process.start_networks()
+            else:
+                log.warning("not running as root: pods get no network namespaces (pod CIDR %s unused)", first)
+        except KubeletError as exc:
+            log.error("pod network %s cannot be set up: %s", first, exc)
+            return
+        self._pod_cidr = first
 
     async def stop(self) -> None:
         await cancel_and_wait(self._tasks)

@@ -4,8 +4,13 @@ Every nodeStatusUpdateFrequency the status is computed; it is patched only when 
 (ignoring heartbeat times) or nodeStatusReportFrequency has passed since the last patch, the
 lease carrying the heartbeat in between (the kubelet's tryUpdateNodeStatus with NodeLease). The
 status last sent is the base of the comparison, so a steady node sends one lease update per 10 s
-and a status patch per 5 min, and no GET of its Node. The events of the conditions' changes
-(nodeevents.py) are recorded against the conditions the Node last had.
+and a status patch per 5 min, and no GET of its Node once it knows its pod CIDR. The events of the
+conditions' changes (nodeevents.py) are recorded against the conditions the Node last had.
+
+The pod CIDR (spec.podCIDRs, which the controller-manager allocates after registration) is read
+from the registered Node, from every status patch's answer, and, until one is known, from a GET of
+the Node each nodeStatusUpdateFrequency (the kubelet GETs its Node for every status update and
+calls updatePodCIDR with what it finds); each new value is handed to `pod_cidr`.
 """
 
 from __future__ import annotations
@@ -38,7 +43,8 @@ class NodeController:
     def __init__(self, api: Api, facts: NodeFacts, clock: Clock, *, boot_id: str,
                  not_ready: Callable[[], Sequence[str]], images: Callable[[], Awaitable[Sequence[Json]]],
                  pressure: Callable[[], st.Pressure] = st.Pressure, update_s: float = 10.0,
-                 report_s: float = 300.0, lease_s: int = 40, events: NodeEvents | None = None) -> None:
+                 report_s: float = 300.0, lease_s: int = 40, events: NodeEvents | None = None,
+                 pod_cidr: Callable[[str], Awaitable[None]] | None = None) -> None:
         self._api = api
         self.facts = facts
         self._clock = clock
@@ -50,6 +56,8 @@ class NodeController:
         self._report_s = report_s
         self._lease_s = lease_s
         self._events = events
+        self._pod_cidr = pod_cidr
+        self.pod_cidr = ""  # the Node's spec.podCIDRs, comma-joined, as last handed on
         self._conditions: list[Json] = []  # the Node's conditions as last sent (or registered)
         self._sent: Json | None = None  # the status last accepted by the API server
         self._sent_at = float("-inf")
@@ -80,10 +88,13 @@ class NodeController:
         self._sent = first[0] if created else None
         self._sent_at = self._clock.monotonic()
         self.registered.set()
+        await self._take_pod_cidr(node)
         lease = LeaseRenewer(self._api, self.facts.name, self.uid, self._lease_s, self._clock)
         self._tasks.append(asyncio.create_task(lease.run(), name="node-lease"))
         while True:
             try:
+                if self._pod_cidr is not None and not self.pod_cidr:
+                    await self._take_pod_cidr(await self._api.get(f"/api/v1/nodes/{self.facts.name}"))
                 await self.sync_status()
             except KubeletError as exc:
                 log.error("Error updating node status, will retry: %s", exc)
@@ -102,11 +113,24 @@ class NodeController:
         due = self._clock.monotonic() - self._sent_at >= self._report_s
         if not due and not st.changed(self._sent, status):
             return False
-        await self._api.patch(f"/api/v1/nodes/{self.facts.name}/status", st.status_patch(self._sent, status))
+        node = await self._api.patch(f"/api/v1/nodes/{self.facts.name}/status", st.status_patch(self._sent, status))
+        await self._take_pod_cidr(node)
         self._sent = status  # the fields this node owns, as it sent them (the base of the next comparison)
         self._sent_at = self._clock.monotonic()
         self._conditions = status["conditions"]
         return True
+
+    async def _take_pod_cidr(self, node: Json) -> None:
+        """Hand a new spec.podCIDRs (or the older spec.podCIDR alone) on."""
+        if self._pod_cidr is None:
+            return
+        spec = node.get("spec") or {}
+        cidrs = spec.get("podCIDRs") or ([spec["podCIDR"]] if spec.get("podCIDR") else [])
+        joined = ",".join(str(c) for c in cidrs)
+        if joined and joined != self.pod_cidr:
+            log.info("Updating Pod CIDR: %r -> %r", self.pod_cidr, joined)
+            await self._pod_cidr(joined)
+            self.pod_cidr = joined
 
     def _record(self, events: Sequence[tuple[str, str, str]]) -> None:
         if self._events is not None:

@@ -66,10 +66,15 @@ class PodView:
 
     sandbox_ready: bool = False
     instances: dict[str, list[rt.ContainerStatus]] = field(default_factory=dict)
+    # The pod's own addresses: its ready sandbox's, else its newest sandbox's (a completed pod whose
+    # sandbox was stopped keeps showing the address it had); () on the node's network.
+    pod_ips: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, sandboxes: Sequence[rt.Sandbox], containers: Sequence[rt.ContainerStatus]) -> PodView:
-        view = cls(sandbox_ready=any(s.state is rt.SandboxState.READY for s in sandboxes))
+        latest = sorted(sandboxes, key=lambda s: (s.state is rt.SandboxState.READY, s.created_at))
+        view = cls(sandbox_ready=any(s.state is rt.SandboxState.READY for s in sandboxes),
+                   pod_ips=latest[-1].ips if latest else ())
         for status in containers:
             view.instances.setdefault(status.name, []).append(status)
         for items in view.instances.values():
@@ -236,10 +241,11 @@ def pod_status(
     for cond in conds:
         cond.observed_generation = generation
     _carry_transitions(conds, previous.conditions if previous is not None else (), now.replace(microsecond=0))
+    pod_ips = list(view.pod_ips) or [node_ip]  # a pod on the node's network has the node's address
     out = PodStatus(
         observed_generation=generation,
         phase=pod_phase, conditions=conds, host_ip=node_ip, host_ips=[HostIP(ip=node_ip)],
-        pod_ip=node_ip, pod_ips=[PodIP(ip=node_ip)],
+        pod_ip=pod_ips[0], pod_ips=[PodIP(ip=ip) for ip in pod_ips],
         start_time=previous.start_time if previous is not None and previous.start_time else start_time,
         init_container_statuses=init, container_statuses=app, qos_class=qos_class(pod),
     )

@@ -13,7 +13,7 @@ container <name>` by default), then FailedPreStopHook if the hook fails.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from kubeletapi.api.core_v1 import Container, Pod
@@ -47,10 +47,12 @@ def grace_period(pod: Pod, override: int | None = None) -> float:
 
 
 class ContainerStopper:
-    def __init__(self, runtime: StopRuntime, clock: Clock, node_ip: str, events: PodEvents | None = None) -> None:
+    def __init__(self, runtime: StopRuntime, clock: Clock, node_ip: str, events: PodEvents | None = None,
+                 pod_ip: Callable[[Pod], str] | None = None) -> None:
+        """`pod_ip`: the address a preStop httpGet calls (the pod's own); the node's without it."""
         self._runtime = runtime
         self._clock = clock
-        self._node_ip = node_ip
+        self._pod_ip = pod_ip or (lambda _pod: node_ip)
         self._events = events or PodEvents()
 
     async def stop(self, pod: Pod, container: Container | None, status: rt.ContainerStatus, why: str,
@@ -61,7 +63,7 @@ class ContainerStopper:
         self._events.killing(pod, container or Container(name=status.name), kill_message, status.id)
         hook = container.lifecycle.pre_stop if container is not None and container.lifecycle else None
         if hook is not None and container is not None:
-            error = await run_hook(hook, self._runtime, status.id, container, self._node_ip, grace)
+            error = await run_hook(hook, self._runtime, status.id, container, self._pod_ip(pod), grace)
             if error is not None:
                 log.warning("preStop hook of %s/%s failed: %s", pod.metadata.name, container.name, error)
                 self._events.pre_stop_failed(pod, container)

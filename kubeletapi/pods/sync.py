@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
@@ -53,6 +54,7 @@ from kubeletapi.runtime.interface import Runtime
 log = logging.getLogger(__name__)
 
 CONFIG_RETRY_S = 10.0
+NETWORK_RETRY_S = 1.0  # the pod network is not ready yet (the Node has no podCIDR yet)
 RUNTIME_RETRY_S = 2.0  # the runtime is unreachable: try again soon (it is usually restarting)
 HOOK_TIMEOUT_S = 120.0
 PROBE_OUTPUT_MAX = 1024  # probe output kept in a terminated state's message
@@ -134,8 +136,12 @@ class PodSyncer:
         images: ImageManager | None = None,
         env: EnvSource | None = None,
         events: PodEvents | None = None,
+        network_error: Callable[[], str | None] | None = None,
     ) -> None:
         self._runtime = runtime
+        # Why the pod network is not ready (None: it is, or pods use the node's): a pod that is not
+        # hostNetwork waits for it, as the kubelet's syncPod does (NetworkNotReady).
+        self._network_error = network_error or (lambda: None)
         self._node = node
         self._clock = clock
         self._backoff = backoff
@@ -147,7 +153,7 @@ class PodSyncer:
         self._images = images if images is not None else ImageManager(runtime, clock)
         self._env = env if env is not None else EnvResolver(node)
         self._events = events or PodEvents()
-        self._stopper = ContainerStopper(runtime, clock, node.node_ip, self._events)
+        self._stopper = ContainerStopper(runtime, clock, node.node_ip, self._events, pod_ip=self._published_ip)
         self._pods: dict[str, _PodState] = {}
         # The scheme of container ids in statuses: the runtime's name (containerd://<id>), set by
         # the wiring once the runtime has answered Version.
@@ -194,6 +200,9 @@ class PodSyncer:
         ctx = _SyncContext(pod, "", PodView.of(sandboxes, containers), volumes, state, self._node, sandbox_attempt)
         if ready:
             ctx.sandbox_id = ready[0].id
+        elif not pod.spec.host_network and (not_ready := self._network_error()):
+            self._wait_all(pod, state, "ContainerCreating", f"network is not ready: {not_ready}")
+            return NETWORK_RETRY_S
         else:
             state.changing = True
             if sandboxes:
@@ -351,13 +360,25 @@ class PodSyncer:
             self._observer.container_started("init_container" if kind == "init" else "container")
         hook = container.lifecycle.post_start if container.lifecycle else None
         if hook is not None:
-            error = await run_hook(hook, self._runtime, container_id, container, self._node.node_ip, HOOK_TIMEOUT_S)
+            pod_ip = await self._sandbox_ip(ctx) if hook.http_get is not None else self._node.node_ip
+            error = await run_hook(hook, self._runtime, container_id, container, pod_ip, HOOK_TIMEOUT_S)
             if error is not None:
                 log.warning("postStart hook of %s/%s failed: %s", ctx.pod.metadata.name, container.name, error)
                 self._events.post_start_failed(ctx.pod, container)
                 self._events.killing(ctx.pod, container, "FailedPostStartHook")
                 await self._runtime.stop_container(container_id, grace_period(ctx.pod))
         return None
+
+    async def _sandbox_ip(self, ctx: _SyncContext) -> str:
+        """The address an httpGet hook calls: the pod's own (its sandbox's), else the node's."""
+        sandboxes = await self._runtime.list_pod_sandboxes(ctx.pod.metadata.uid)
+        ips = next((s.ips for s in sandboxes if s.id == ctx.sandbox_id), ())
+        return ips[0] if ips else self._node.node_ip
+
+    def _published_ip(self, pod: Pod) -> str:
+        """The pod's address as its status shows it (a preStop httpGet calls it)."""
+        status = self._statuses.get(pod.metadata.uid)
+        return status.pod_ip if status is not None and status.pod_ip else self._node.node_ip
 
     async def _gc_instances(self, view: PodView, state: _PodState) -> None:
         """Keep the newest instance and one exited instance before it (the kubelet keeps 1)."""
@@ -483,6 +504,7 @@ class _SyncContext:
                                    memory_limit=cfg.memory_limit, pids_limit=cfg.pids_limit),
             labels={rt.POD_NAME: meta.name, rt.POD_NAMESPACE: meta.namespace, rt.POD_UID: meta.uid},
             annotations=dict(meta.annotations),
+            host_network=self.pod.spec.host_network,
         )
 
 

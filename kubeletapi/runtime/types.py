@@ -72,6 +72,10 @@ class SandboxConfig:
     resources: Resources = Resources()
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
+    # The pod's spec.hostNetwork. A pod that is not on the host network gets its own network
+    # namespace and address only from a runtime given a pod network (a pod CIDR); else it shares
+    # the node's, as every pod did before pod networking.
+    host_network: bool = True
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,9 @@ class Sandbox:
     log_directory: str = ""
     cgroup_parent: str = ""
     image: str = ""  # a CRI runtime's sandbox (pause) image; "" for the process runtime
+    # The pod's own addresses (its network namespace; kept once the sandbox stopped, as CRI runtimes
+    # report them); () on the host network.
+    ips: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

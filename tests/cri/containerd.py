@@ -18,6 +18,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from tests.cri.images import ImageTar
@@ -81,7 +82,10 @@ def missing_tools() -> list[str]:
 class PrivateContainerd:
     """start(), import_images(), then stop(); `endpoint` is what a CRI client dials."""
 
-    def __init__(self, log_level: str = "warn") -> None:
+    def __init__(self, log_level: str = "warn", wrapper: Sequence[str] = ()) -> None:
+        """`wrapper`: a command prefix containerd runs under (e.g. nsenter into a test network
+        namespace: its CNI then makes the pods' bridge and veths there)."""
+        self.wrapper = list(wrapper)  # may be set until start()
         self.work = Path(tempfile.mkdtemp(prefix="kcri-", dir="/tmp"))
         self.socket = self.work / "c.sock"
         self.log_path = self.work / "containerd.log"
@@ -105,7 +109,8 @@ class PrivateContainerd:
         config.write_text(_CONFIG.format(work=self.work, socket=self.socket, log_level=self._log_level))
         with self.log_path.open("ab") as log:
             self._proc = subprocess.Popen(
-                ["containerd", "--config", str(config)], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                [*self.wrapper, "containerd", "--config", str(config)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                 start_new_session=True,  # a ^C of the test run reaches it only through stop()
             )
         wait_answering(self._proc, lambda: self._ctr("version").returncode == 0, START_TIMEOUT_S, "containerd",

@@ -41,6 +41,10 @@ StatusRequest  verbose=1:bool
 RuntimeCondition  type=1:string status=2:bool reason=3:string message=4:string
 RuntimeStatus  conditions=1:*RuntimeCondition
 StatusResponse  status=1:RuntimeStatus info=2:map runtime_handlers=3:*RuntimeHandler features=4:RuntimeFeatures
+NetworkConfig  pod_cidr=1:string
+RuntimeConfig  network_config=1:NetworkConfig
+UpdateRuntimeConfigRequest  runtime_config=1:RuntimeConfig
+UpdateRuntimeConfigResponse
 DNSConfig  servers=1:*string searches=2:*string options=3:*string
 LinuxSandboxSecurityContext  namespace_options=1:NamespaceOption selinux_options=2:SELinuxOption
     run_as_user=3:Int64Value readonly_rootfs=4:bool supplemental_groups=5:*int64 privileged=6:bool

@@ -84,6 +84,7 @@ def _img(name: str, request: type[Req], response: type[Resp],
 
 VERSION = _rt("Version", pb.VersionRequest, pb.VersionResponse, VERSION_TIMEOUT_S)
 STATUS = _rt("Status", pb.StatusRequest, pb.StatusResponse)
+UPDATE_RUNTIME_CONFIG = _rt("UpdateRuntimeConfig", pb.UpdateRuntimeConfigRequest, pb.UpdateRuntimeConfigResponse)
 RUN_POD_SANDBOX = _rt("RunPodSandbox", pb.RunPodSandboxRequest, pb.RunPodSandboxResponse)
 STOP_POD_SANDBOX = _rt("StopPodSandbox", pb.StopPodSandboxRequest, pb.StopPodSandboxResponse)
 REMOVE_POD_SANDBOX = _rt("RemovePodSandbox", pb.RemovePodSandboxRequest, pb.RemovePodSandboxResponse)

@@ -1,10 +1,12 @@
 """kubeletapi's runtime values to CRI v1 messages and back.
 
-Every pod kubeletapi runs uses the host's network (there is no CNI set-up and no pod IP other than
-the node's), so every sandbox is sent as the kubelet sends a hostNetwork pod: network namespace
-NODE, no hostname (a runtime refuses to set a hostname without its own UTS namespace), DNS from
-the host's resolv.conf. Containers get their own PID namespace (CONTAINER), the kubelet's default
-without shareProcessNamespace.
+Without a pod network every pod kubeletapi runs uses the host's network (no pod IP other than the
+node's), so every sandbox is sent as the kubelet sends a hostNetwork pod: network namespace NODE,
+no hostname (a runtime refuses to set a hostname without its own UTS namespace), DNS from the
+host's resolv.conf. Given a pod network (a pod CIDR the runtime's CNI serves), a pod that is not
+hostNetwork is sent with network namespace POD and its hostname: the runtime makes its namespace
+and address. Containers get their own PID namespace (CONTAINER), the kubelet's default without
+shareProcessNamespace.
 
 Command and args: the kubelet sends the container spec's command as CRI `command` (it replaces the
 image's entrypoint) and its args as `args` (they replace the image's cmd), each $(VAR)-expanded.
@@ -70,22 +72,24 @@ def _linux_resources(res: Resources) -> pb.LinuxContainerResources:
     )
 
 
-def _host_network() -> pb.NamespaceOption:
-    return pb.NamespaceOption(network=pb.NODE, pid=pb.CONTAINER, ipc=pb.POD)
+def _namespaces(network: pb.NamespaceMode = pb.NODE) -> pb.NamespaceOption:
+    return pb.NamespaceOption(network=network, pid=pb.CONTAINER, ipc=pb.POD)
 
 
-def sandbox_config(config: SandboxConfig, dns: pb.DNSConfig) -> pb.PodSandboxConfig:
+def sandbox_config(config: SandboxConfig, dns: pb.DNSConfig, pod_network: bool = False) -> pb.PodSandboxConfig:
+    """`pod_network`: the runtime serves a pod network, so a pod that is not hostNetwork gets its own."""
     meta = config.meta
+    own = pod_network and not config.host_network
     return pb.PodSandboxConfig(
         metadata=pb.PodSandboxMetadata(name=meta.name, uid=meta.uid, namespace=meta.namespace, attempt=meta.attempt),
-        hostname="",  # hostNetwork: see the module docstring
+        hostname=config.hostname if own else "",  # hostNetwork: see the module docstring
         log_directory=config.log_directory,
         dns_config=dns,
         labels=dict(config.labels),
         annotations=dict(config.annotations),
         linux=pb.LinuxPodSandboxConfig(
             cgroup_parent=config.cgroup_parent,
-            security_context=pb.LinuxSandboxSecurityContext(namespace_options=_host_network()),
+            security_context=pb.LinuxSandboxSecurityContext(namespace_options=_namespaces(pb.POD if own else pb.NODE)),
             resources=_linux_resources(config.resources),
         ),
     )
@@ -109,7 +113,8 @@ def _mounts(config: ContainerConfig) -> list[pb.Mount]:
     return out
 
 
-def container_config(config: ContainerConfig) -> pb.ContainerConfig:
+def container_config(config: ContainerConfig, network: pb.NamespaceMode = pb.NODE) -> pb.ContainerConfig:
+    """`network`: the sandbox's network namespace mode (its containers share it)."""
     command, args = _command_args(config)
     return pb.ContainerConfig(
         metadata=pb.ContainerMetadata(name=config.name, attempt=config.attempt),
@@ -127,7 +132,7 @@ def container_config(config: ContainerConfig) -> pb.ContainerConfig:
         tty=config.tty,
         linux=pb.LinuxContainerConfig(
             resources=_linux_resources(config.resources),
-            security_context=pb.LinuxContainerSecurityContext(namespace_options=_host_network()),
+            security_context=pb.LinuxContainerSecurityContext(namespace_options=_namespaces(network)),
         ),
     )
 
@@ -136,14 +141,23 @@ def _meta(m: pb.PodSandboxMetadata) -> PodMeta:
     return PodMeta(name=m.name, namespace=m.namespace, uid=m.uid, attempt=m.attempt)
 
 
-def sandbox(item: pb.PodSandbox, log_directory: str = "", cgroup_parent: str = "", image: str = "") -> Sandbox:
-    """A listed sandbox. ListPodSandbox has neither the log directory nor the cgroup parent: the
-    caller fills them from what it knows (PodSandboxStatus's verbose info, or its own cache)."""
+def sandbox_ips(status: pb.PodSandboxStatus) -> tuple[str, ...]:
+    """A sandbox's own addresses (network.ip, then additional_ips); () for a host-network one."""
+    if status.linux.namespaces.options.network == pb.NODE or not status.network.ip:
+        return ()
+    return (status.network.ip, *(ip.ip for ip in status.network.additional_ips if ip.ip))
+
+
+def sandbox(item: pb.PodSandbox, log_directory: str = "", cgroup_parent: str = "", image: str = "",
+            ips: tuple[str, ...] = ()) -> Sandbox:
+    """A listed sandbox. ListPodSandbox has neither the log directory nor the cgroup parent nor
+    the addresses: the caller fills them from what it knows (PodSandboxStatus, or its own cache)."""
+    ready = item.state == pb.SANDBOX_READY
     return Sandbox(
         id=item.id, meta=_meta(item.metadata),
-        state=SandboxState.READY if item.state == pb.SANDBOX_READY else SandboxState.NOTREADY,
+        state=SandboxState.READY if ready else SandboxState.NOTREADY,
         created_at=item.created_at, labels=dict(item.labels), annotations=dict(item.annotations),
-        log_directory=log_directory, cgroup_parent=cgroup_parent, image=image,
+        log_directory=log_directory, cgroup_parent=cgroup_parent, image=image, ips=ips,
     )
 
 

@@ -92,6 +92,8 @@ class CRIRuntime:
         self._handler = runtime_handler
         self._sandboxes: dict[str, pb.PodSandboxConfig] = {}
         self._sandbox_images: dict[str, str] = {}  # the pause image of each sandbox (verbose info)
+        self._sandbox_ips: dict[str, tuple[str, ...]] = {}  # each sandbox's own addresses (its status)
+        self.pod_network = False  # a pod CIDR was given to the runtime (update_pod_cidr)
         self._statuses: dict[str, ContainerStatus] = {}
         self._bridges = PortForwardBridges()
 
@@ -128,6 +130,13 @@ class CRIRuntime:
         answer = await self._client.call(rpc.STATUS, pb.StatusRequest())
         return tuple(RuntimeCondition(c.type, c.status, c.reason, c.message) for c in answer.status.conditions)
 
+    async def update_pod_cidr(self, pod_cidr: str) -> None:
+        """UpdateRuntimeConfig with the node's pod CIDR: the runtime's CNI (its conf dir holds
+        kubeletapi's conflist) gives pods that are not hostNetwork their own network from now on."""
+        config = pb.RuntimeConfig(network_config=pb.NetworkConfig(pod_cidr=pod_cidr))
+        await self._client.call(rpc.UPDATE_RUNTIME_CONFIG, pb.UpdateRuntimeConfigRequest(runtime_config=config))
+        self.pod_network = True
+
     # --- sandboxes -----------------------------------------------------------------------------
     async def run_pod_sandbox(self, config: SandboxConfig) -> str:
         # The kubelet creates the log directory, not the runtime (one mkdir: cheap enough on the loop).
@@ -138,15 +147,16 @@ class CRIRuntime:
             self._cgroups.set_resources(config.cgroup_parent, ResourceConfig(
                 cpu_shares=res.cpu_shares, cpu_quota=res.cpu_quota, cpu_period=res.cpu_period,
                 memory_limit=res.memory_limit, pids_limit=res.pids_limit))
-        request = convert.sandbox_config(config, convert.dns_config(self._resolv_conf))
+        request = convert.sandbox_config(config, convert.dns_config(self._resolv_conf), self.pod_network)
         answer = await self._client.call(
             rpc.RUN_POD_SANDBOX, pb.RunPodSandboxRequest(config=request, runtime_handler=self._handler))
         sandbox_id = answer.pod_sandbox_id
         self._sandboxes[sandbox_id] = request
-        with contextlib.suppress(KubeletError):  # the pause image, for the cAdvisor labels
+        with contextlib.suppress(KubeletError):  # the pause image, for the cAdvisor labels; the addresses
             status = await self._client.call(
                 rpc.POD_SANDBOX_STATUS, pb.PodSandboxStatusRequest(pod_sandbox_id=sandbox_id, verbose=True))
             self._sandbox_images[sandbox_id] = str(_info(status.info).get("image", ""))
+            self._sandbox_ips[sandbox_id] = convert.sandbox_ips(status.status)
         return sandbox_id
 
     async def stop_pod_sandbox(self, sandbox_id: str) -> None:
@@ -157,6 +167,7 @@ class CRIRuntime:
         await self._client.call(rpc.REMOVE_POD_SANDBOX, pb.RemovePodSandboxRequest(pod_sandbox_id=sandbox_id))
         self._sandboxes.pop(sandbox_id, None)
         self._sandbox_images.pop(sandbox_id, None)
+        self._sandbox_ips.pop(sandbox_id, None)
         for cid in [cid for cid, s in self._statuses.items() if s.sandbox_id == sandbox_id]:
             del self._statuses[cid]
         parent = config.linux.cgroup_parent if config is not None else ""
@@ -181,13 +192,15 @@ class CRIRuntime:
         for gone in known - listed:
             del self._sandboxes[gone]
             self._sandbox_images.pop(gone, None)
+            self._sandbox_ips.pop(gone, None)
         unknown = [item.id for item in answer.items if item.id not in self._sandboxes]
         await asyncio.gather(*(self._sandbox_config(sid, missing_ok=True) for sid in unknown))
         out = []
         for item in answer.items:
             config = self._sandboxes.get(item.id)
             paths = (config.log_directory, config.linux.cgroup_parent) if config is not None else ("", "")
-            out.append(convert.sandbox(item, *paths, self._sandbox_images.get(item.id, "")))
+            out.append(convert.sandbox(item, *paths, self._sandbox_images.get(item.id, ""),
+                                       self._sandbox_ips.get(item.id, ())))
         return out
 
     async def _sandbox_config(self, sandbox_id: str, missing_ok: bool = False) -> pb.PodSandboxConfig | None:
@@ -203,6 +216,7 @@ class CRIRuntime:
                 return None
             raise
         self._sandbox_images[sandbox_id] = str(_info(answer.info).get("image", ""))
+        self._sandbox_ips[sandbox_id] = convert.sandbox_ips(answer.status)
         config = _config_from_info(answer.info.get("info", ""))
         if config is None:  # a runtime without containerd's verbose info: what the status says
             s = answer.status
@@ -214,7 +228,8 @@ class CRIRuntime:
     async def create_container(self, sandbox_id: str, config: ContainerConfig) -> str:
         sandbox = await self._sandbox_config(sandbox_id)
         request = pb.CreateContainerRequest(
-            pod_sandbox_id=sandbox_id, config=convert.container_config(config), sandbox_config=sandbox)
+            pod_sandbox_id=sandbox_id, config=convert.container_config(config, _network_mode(sandbox)),
+            sandbox_config=sandbox)
         return (await self._client.call(rpc.CREATE_CONTAINER, request)).container_id
 
     async def start_container(self, container_id: str) -> None:
@@ -364,6 +379,13 @@ class CRIRuntime:
         (stats.runtimestats.RuntimeStatsSource), over this runtime's channel; `now_ns` stamps the
         figures the runtime gives no time."""
         return CRIStatsSource(self._client, self.list_pod_sandboxes, now_ns)
+
+
+def _network_mode(sandbox: pb.PodSandboxConfig | None) -> pb.NamespaceMode:
+    """The sandbox's network namespace mode, which its containers share (NODE when unknown)."""
+    if sandbox is None or not sandbox.HasField("linux"):
+        return pb.NODE
+    return sandbox.linux.security_context.namespace_options.network
 
 
 def _info(info: Mapping[str, str]) -> dict[str, object]:

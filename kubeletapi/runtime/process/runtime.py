@@ -17,7 +17,8 @@ started: the start is made now, the first one), or a daemon ran and vanished wit
 (a failed start: StartError, its leftovers killed; the pod syncer starts a new instance).
 
 Exec, attach and port-forward streams (runtime.streaming.Streamer) are in streams/; the shim's
-command lines in shimcmd.py, the files it writes in shimfiles.py, the cgroups in placement.py.
+command lines in shimcmd.py, the files it writes in shimfiles.py, the cgroups in placement.py,
+the pods' own network namespaces (given a pod network) in podnet.py.
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kubeletapi.clock import Clock
-from kubeletapi.errors import InvalidInput, NotFound, Unavailable
+from kubeletapi.errors import InvalidInput, NetworkError, NotFound, Unavailable
 from kubeletapi.runtime.process import procfs, shimcmd, streams
 from kubeletapi.runtime.process.placement import Cgroups, Placement
+from kubeletapi.runtime.process.podnet import SandboxNetworks
 from kubeletapi.runtime.process.shimfiles import ShimFiles
 from kubeletapi.runtime.process.state import ContainerRecord, SandboxRecord, StateDir, new_id
 from kubeletapi.runtime.streaming import StreamOptions, StreamSession
@@ -76,6 +78,7 @@ class ProcessRuntime:
         log_max_size: int = 10 * 1024 * 1024,
         log_max_files: int = 5,
         pod_ip: str = "127.0.0.1",
+        network: SandboxNetworks | None = None,
     ) -> None:
         self._state = StateDir(root)
         self._shim = shim
@@ -83,9 +86,14 @@ class ProcessRuntime:
         self._placement = Placement(cgroups)
         self._namespaces = namespaces
         self._shim_opts = shimcmd.ShimOptions(namespaces, log_max_size, log_max_files)
-        self._pod_ip = pod_ip  # pods share the host's network: port-forward connects here
+        self._pod_ip = pod_ip  # pods on the host's network: port-forward connects here
+        self._network = network
         loaded = self._state.load()
         self._sandboxes, self._containers = loaded.sandboxes, loaded.containers
+        for sandbox in self._sandboxes.values():
+            if sandbox.netns and not sandbox.ips and sandbox.ready:
+                sandbox.ready = False  # its network was never attached: the pod gets a new sandbox
+                self._state.save_sandbox(sandbox)
         for problem in loaded.problems:
             log.error("process runtime: ignoring unreadable %s", problem)
         for leftover in loaded.removed:
@@ -104,10 +112,32 @@ class ProcessRuntime:
 
         return RuntimeVersion(RUNTIME_NAME, __version__)
 
+    def use_network(self, network: SandboxNetworks) -> None:
+        """A pod network that became known after the start (the Node's pod CIDR): sandboxes made from
+        now on that are not on the host network get their own."""
+        self._network = network
+
+    async def start_networks(self) -> None:
+        """At start: release the pod networks a crash left without a sandbox record."""
+        if self._network is not None:
+            for sandbox_id in await self._network.cleanup(self._sandboxes):
+                log.info("process runtime: removed the network namespace of gone sandbox %s", sandbox_id)
+
     async def run_pod_sandbox(self, config: SandboxConfig) -> str:
         record = SandboxRecord(new_id(), config, self._now_ns())
         Path(config.log_directory).mkdir(parents=True, exist_ok=True)
         self._placement.create(config.cgroup_parent, config.resources)
+        if self._network is not None and not config.host_network:
+            record.ready = False  # until attached
+            self._sandboxes[record.id] = record
+            try:
+                await self._network.setup(record, self._state.save_sandbox)
+            except NetworkError:  # setup removed what it made (else: left NOTREADY, a stop cleans up)
+                self._state.remove_sandbox(record.id)
+                del self._sandboxes[record.id]
+                self._placement.delete_pod(config.cgroup_parent)
+                raise
+            record.ready = True
         self._state.save_sandbox(record)
         self._sandboxes[record.id] = record
         return record.id
@@ -119,6 +149,9 @@ class ProcessRuntime:
                 await self.stop_container(container.id, 0)
         record.ready = False
         self._state.save_sandbox(record)
+        if self._network is not None and record.netns:
+            await self._network.teardown(record)  # CRI: stopping a sandbox tears its network down
+            self._state.save_sandbox(record)
 
     async def remove_pod_sandbox(self, sandbox_id: str) -> None:
         record = self._sandboxes.get(sandbox_id)
@@ -138,6 +171,7 @@ class ProcessRuntime:
                 id=r.id, meta=r.config.meta, state=SandboxState.READY if r.ready else SandboxState.NOTREADY,
                 created_at=r.created_at, labels=r.config.labels, annotations=r.config.annotations,
                 log_directory=r.config.log_directory, cgroup_parent=r.config.cgroup_parent,
+                ips=tuple(r.ips),
             )
             for r in list(self._sandboxes.values())
             if pod_uid is None or r.config.labels.get(POD_UID) == pod_uid
@@ -192,7 +226,8 @@ class ProcessRuntime:
         lock = files.lock()
         try:
             cgroup_dirs = self._placement.create(record.cgroup, record.config.resources)
-            args = shimcmd.run_args(record, sandbox.config, files.dir, cgroup_dirs, lock, self._shim_opts)
+            args = shimcmd.run_args(record, sandbox.config, files.dir, cgroup_dirs, lock, self._shim_opts,
+                                    sandbox.netns)
             proc = await asyncio.create_subprocess_exec(
                 str(self._shim), *args, env=shimcmd.environment(record.config, sandbox.config), pass_fds=(lock,),
                 stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
@@ -272,7 +307,7 @@ class ProcessRuntime:
         record = self._running(container_id)
         env = shimcmd.environment(record.config, self._sandbox(record.sandbox_id).config)
         cgroup_dirs = [procs.parent for procs in self._placement.procs_files(record.cgroup)]
-        args = shimcmd.exec_args(record, cgroup_dirs, self._namespaces)
+        args = shimcmd.exec_args(record, cgroup_dirs, self._namespaces, self._sandbox(record.sandbox_id).netns)
         if opts.tty:
             args.append("--tty")
             env.setdefault("TERM", "xterm")  # as containerd sets for a terminal
@@ -295,7 +330,7 @@ class ProcessRuntime:
         sandbox = self._sandbox(sandbox_id)
         if not sandbox.ready:
             raise InvalidInput(f"pod sandbox {sandbox_id} is not ready")
-        return await streams.connect(self._pod_ip, port, sandbox_id)
+        return await streams.connect(sandbox.ips[0] if sandbox.ips else self._pod_ip, port, sandbox_id)
 
     # --- helpers -------------------------------------------------------------------------------
     def _now_ns(self) -> int:

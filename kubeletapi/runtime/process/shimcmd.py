@@ -27,11 +27,14 @@ def environment(config: ContainerConfig, sandbox: SandboxConfig) -> dict[str, st
 
 
 def run_args(record: ContainerRecord, sandbox: SandboxConfig, state_dir: Path, cgroup_dirs: list[Path],
-             lock_fd: int, opts: ShimOptions) -> list[str]:
-    """`run` and its options: the container's state dir and lock, log, cgroups, namespaces..."""
+             lock_fd: int, opts: ShimOptions, netns: str = "") -> list[str]:
+    """`run` and its options: the container's state dir and lock, log, cgroups, namespaces...
+    `netns`: the pod's own network namespace ("" on the host network)."""
     cfg = record.config
     args = ["run", "--state", str(state_dir), "--lock-fd", str(lock_fd), "--log", record.log_path,
             "--log-max-size", str(opts.log_max_size), "--log-max-files", str(opts.log_max_files)]
+    if netns:
+        args += ["--netns", netns]
     for directory in cgroup_dirs:
         args += ["--cgroup", str(directory)]
     if opts.namespaces:
@@ -52,9 +55,11 @@ def run_args(record: ContainerRecord, sandbox: SandboxConfig, state_dir: Path, c
     return [*args, "--", *cfg.command]
 
 
-def exec_args(record: ContainerRecord, cgroup_dirs: list[Path], namespaces: bool) -> list[str]:
+def exec_args(record: ContainerRecord, cgroup_dirs: list[Path], namespaces: bool, netns: str = "") -> list[str]:
     """`exec` and its options: the container's namespaces, cgroups and working directory."""
     args = ["exec"]
+    if netns:
+        args += ["--netns", netns]
     if namespaces and record.app_pid:
         args += ["--pid", str(record.app_pid)]
     for directory in cgroup_dirs:

@@ -55,16 +55,23 @@ class SandboxRecord:
     config: SandboxConfig
     created_at: int
     ready: bool = True
+    # The sandbox's own network (podnet.py): its namespace's path while it exists, the plugins' ADD
+    # result (for DEL) while attached, and the addresses (kept after the teardown: the pod's last).
+    netns: str = ""
+    ips: list[str] = field(default_factory=list)
+    network: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "config": asdict(self.config), "created_at": self.created_at, "ready": self.ready}
+        return {"id": self.id, "config": asdict(self.config), "created_at": self.created_at, "ready": self.ready,
+                "netns": self.netns, "ips": self.ips, "network": self.network}
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> SandboxRecord:
         cfg = dict(raw["config"])
         cfg["meta"] = _meta(cfg["meta"])
         cfg["resources"] = _resources(cfg["resources"])
-        return cls(id=raw["id"], config=SandboxConfig(**cfg), created_at=raw["created_at"], ready=raw["ready"])
+        return cls(id=raw["id"], config=SandboxConfig(**cfg), created_at=raw["created_at"], ready=raw["ready"],
+                   netns=raw.get("netns", ""), ips=list(raw.get("ips", [])), network=dict(raw.get("network", {})))
 
 
 @dataclass

@@ -140,6 +140,11 @@ class RuntimeServiceStub:
                 request_serializer=kubeletapi_dot_runtime_dot_cri_dot_gen_dot_api__pb2.ListPodSandboxStatsRequest.SerializeToString,
                 response_deserializer=kubeletapi_dot_runtime_dot_cri_dot_gen_dot_api__pb2.ListPodSandboxStatsResponse.FromString,
                 _registered_method=True)
+        self.UpdateRuntimeConfig = channel.unary_unary(
+                '/runtime.v1.RuntimeService/UpdateRuntimeConfig',
+                request_serializer=kubeletapi_dot_runtime_dot_cri_dot_gen_dot_api__pb2.UpdateRuntimeConfigRequest.SerializeToString,
+                response_deserializer=kubeletapi_dot_runtime_dot_cri_dot_gen_dot_api__pb2.UpdateRuntimeConfigResponse.FromString,
+                _registered_method=True)
         self.Status = channel.unary_unary(
                 '/runtime.v1.RuntimeService/Status',
                 request_serializer=kubeletapi_dot_runtime_dot_cri_dot_gen_dot_api__pb2.StatusRequest.SerializeToString,
@@ -279,6 +284,12 @@ class RuntimeServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UpdateRuntimeConfig(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Status(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -392,6 +403,11 @@ def add_RuntimeServiceServicer_to_server(servicer, server):
                     servicer.ListPodSandboxStats,
                     request_deserializer=kubeletapi_dot_runtime_dot_cri_dot_gen_dot_api__pb2.ListPodSandboxStatsRequest.FromString,
                     response_serializer=kubeletapi_dot_runtime_dot_cri_dot_gen_dot_api__pb2.ListPodSandboxStatsResponse.SerializeToString,
+            ),
+            'UpdateRuntimeConfig': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateRuntimeConfig,
+                    request_deserializer=kubeletapi_dot_runtime_dot_cri_dot_gen_dot_api__pb2.UpdateRuntimeConfigRequest.FromString,
+                    response_serializer=kubeletapi_dot_runtime_dot_cri_dot_gen_dot_api__pb2.UpdateRuntimeConfigResponse.SerializeToString,
             ),
             'Status': grpc.unary_unary_rpc_method_handler(
                     servicer.Status,
@@ -967,6 +983,33 @@ class RuntimeService:
             '/runtime.v1.RuntimeService/ListPodSandboxStats',
             kubeletapi_dot_runtime_dot_cri_dot_gen_dot_api__pb2.ListPodSandboxStatsRequest.SerializeToString,
             kubeletapi_dot_runtime_dot_cri_dot_gen_dot_api__pb2.ListPodSandboxStatsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateRuntimeConfig(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/runtime.v1.RuntimeService/UpdateRuntimeConfig',
+            kubeletapi_dot_runtime_dot_cri_dot_gen_dot_api__pb2.UpdateRuntimeConfigRequest.SerializeToString,
+            kubeletapi_dot_runtime_dot_cri_dot_gen_dot_api__pb2.UpdateRuntimeConfigResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -3,9 +3,10 @@
  *
  *   kubeletapi-shim run --state DIR [--lock-fd FD] [--log PATH] [--log-max-size BYTES]
  *       [--log-max-files N] [--cgroup DIR]... [--namespaces [--hostname NAME] [--bind SRC DST]...
- *       [--bind-ro SRC DST]... [--tmpfs DST]...] [--workdir DIR] [--stdin] [--tty] [--oom-score-adj N]
- *       -- ARGV...
- *   kubeletapi-shim exec [--pid PID] [--cgroup DIR]... [--workdir DIR] [--tty] -- ARGV...
+ *       [--bind-ro SRC DST]... [--tmpfs DST]...] [--netns PATH] [--workdir DIR] [--stdin] [--tty]
+ *       [--oom-score-adj N] -- ARGV...
+ *   kubeletapi-shim exec [--netns PATH] [--pid PID] [--cgroup DIR]... [--workdir DIR] [--tty] -- ARGV...
+ *   kubeletapi-shim netns add|del PATH
  *
  * `run` forks a daemon that outlives the agent (like conmon or containerd-shim): it starts the
  * program, copies its output into a CRI-format log (with size-based rotation) and records the
@@ -34,6 +35,11 @@
  *
  * `exec` runs a command inside a running container (cgroups, then its namespaces) and exits
  * with the command's status; failures before exec exit 126 (cannot execute) or 127 (not found).
+ *
+ * --netns PATH joins the network namespace bound at PATH (a pod's own network) before anything
+ * else. `netns add PATH` creates a new network namespace and keeps it alive by bind-mounting it on
+ * PATH (a new empty file), as `ip netns add` does; `netns del PATH` unmounts and removes PATH
+ * (a PATH already gone is no error). Both exit 0 on success, else 1 with the reason on stderr.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -334,6 +340,7 @@ struct run_opts {
     int ncgroups;
     bool namespaces;
     const char *hostname;
+    const char *netns;
     struct mount_spec *mounts;
     int nmounts;
     const char *workdir;
@@ -345,6 +352,7 @@ struct run_opts {
 };
 
 struct exec_opts {
+    const char *netns;
     pid_t pid;
     const char **cgroups;
     int ncgroups;
@@ -356,9 +364,10 @@ struct exec_opts {
 static const char *usage_text =
     "usage: " PROG " run --state DIR [--lock-fd FD] [--log PATH] [--log-max-size BYTES]\n"
     "           [--log-max-files N] [--cgroup DIR]... [--namespaces [--hostname NAME] [--bind SRC DST]...\n"
-    "           [--bind-ro SRC DST]... [--tmpfs DST]...] [--workdir DIR] [--stdin] [--tty]\n"
+    "           [--bind-ro SRC DST]... [--tmpfs DST]...] [--netns PATH] [--workdir DIR] [--stdin] [--tty]\n"
     "           [--oom-score-adj N] -- ARGV...\n"
-    "       " PROG " exec [--pid PID] [--cgroup DIR]... [--workdir DIR] [--tty] -- ARGV...\n";
+    "       " PROG " exec [--netns PATH] [--pid PID] [--cgroup DIR]... [--workdir DIR] [--tty] -- ARGV...\n"
+    "       " PROG " netns add|del PATH\n";
 
 /* Usage errors exit 1 from `run`; `exec` uses 125 so they cannot be mistaken for the status of
  * the command (the convention of docker and podman: 125 is the tool's own failure). */
@@ -415,6 +424,8 @@ static bool parse_run_option(struct run_opts *o, int argc, char **argv, int *i)
         o->namespaces = true;
     else if (!strcmp(a, "--hostname"))
         o->hostname = need_value("run", argc, argv, i);
+    else if (!strcmp(a, "--netns"))
+        o->netns = need_value("run", argc, argv, i);
     else if (!strcmp(a, "--bind") || !strcmp(a, "--bind-ro")) {
         struct mount_spec *m = &o->mounts[o->nmounts++];
         m->kind = strcmp(a, "--bind") ? MOUNT_BIND_RO : MOUNT_BIND;
@@ -470,7 +481,9 @@ static void parse_exec(int argc, char **argv, struct exec_opts *o)
     int i = 2;
     for (; i < argc && strcmp(argv[i], "--"); i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--pid"))
+        if (!strcmp(a, "--netns"))
+            o->netns = need_value("exec", argc, argv, &i);
+        else if (!strcmp(a, "--pid"))
             o->pid = (pid_t)parse_number("exec", a, need_value("exec", argc, argv, &i), 1, INT_MAX);
         else if (!strcmp(a, "--cgroup"))
             o->cgroups[o->ncgroups++] = need_value("exec", argc, argv, &i);
@@ -1480,6 +1493,19 @@ static int lock_state(const struct run_opts *o)
     return fd;
 }
 
+/* Join the network namespace bound at `path`; returns 0, or -1 with errno set. */
+static int join_netns(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = setns(fd, CLONE_NEWNET);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return rc;
+}
+
 static int cmd_run(int argc, char **argv)
 {
     struct run_opts o;
@@ -1487,6 +1513,11 @@ static int cmd_run(int argc, char **argv)
     char c;
     parse_run(argc, argv, &o);
     int lock = lock_state(&o);
+    /* Before the daemon exists: the daemon, the init and the app all live in the pod's network. */
+    if (o.netns && join_netns(o.netns) < 0) {
+        fprintf(stderr, PROG " run: join network namespace %s: %s\n", o.netns, strerror(errno));
+        return 1;
+    }
     if (pipe2(ready, O_CLOEXEC) < 0) {
         perror(PROG " run: pipe");
         return 1;
@@ -1657,6 +1688,9 @@ static int cmd_exec(int argc, char **argv)
     sigset_t set;
     usage_status = 125;
     parse_exec(argc, argv, &o);
+    /* First: once in the container's mount namespace, the path may resolve elsewhere. */
+    if (o.netns && join_netns(o.netns) < 0)
+        exec_die(126, errno, "join the pod's network namespace");
     const char *bad = join_cgroups(o.cgroups, o.ncgroups);
     if (bad) {
         int e = errno;
@@ -1679,6 +1713,53 @@ static int cmd_exec(int argc, char **argv)
     return exit_code(forward_and_wait(child));
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* netns                                                                                       */
+/* ------------------------------------------------------------------------------------------ */
+
+static int netns_fail(const char *what, const char *path)
+{
+    fprintf(stderr, PROG " netns: %s %s: %s\n", what, path, strerror(errno));
+    return 1;
+}
+
+/* A new network namespace, alive as long as it is mounted on `path` (a new file). The shim is
+ * single-threaded, so unshare moves the whole process and /proc/self/ns/net is the new one. */
+static int netns_add(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+    if (fd < 0)
+        return netns_fail("create", path);
+    close(fd);
+    if (unshare(CLONE_NEWNET) < 0 || mount("/proc/self/ns/net", path, "none", MS_BIND, NULL) < 0) {
+        int e = errno;
+        unlink(path);
+        errno = e;
+        return netns_fail("bind a new network namespace on", path);
+    }
+    return 0;
+}
+
+static int netns_del(const char *path)
+{
+    if (umount2(path, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+        return netns_fail("unmount", path);
+    if (unlink(path) < 0 && errno != ENOENT)
+        return netns_fail("remove", path);
+    return 0;
+}
+
+static int cmd_netns(int argc, char **argv)
+{
+    if (argc != 4)
+        usage_error("netns", "expected add|del PATH");
+    if (!strcmp(argv[2], "add"))
+        return netns_add(argv[3]);
+    if (!strcmp(argv[2], "del"))
+        return netns_del(argv[3]);
+    usage_error("netns", "unknown action %s (add or del)", argv[2]);
+}
+
 int main(int argc, char **argv)
 {
     ensure_std_fds();
@@ -1686,5 +1767,7 @@ int main(int argc, char **argv)
         return cmd_run(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "exec"))
         return cmd_exec(argc, argv);
-    usage_error(NULL, "expected a command: run or exec");
+    if (argc >= 2 && !strcmp(argv[1], "netns"))
+        return cmd_netns(argc, argv);
+    usage_error(NULL, "expected a command: run, exec or netns");
 }
