@@ -59,7 +59,7 @@ importlint: venv
 
 # The whole suite, with line coverage of kubeletapi/ (the floor is fail_under in pyproject.toml).
 pytest: venv deb cluster-bin
-	KUBELETAPI_CLUSTER_BIN=$(CLUSTER_BIN) $(BIN)/pytest --cov=kubeletapi --cov-report=term-missing:skip-covered
+	KUBELETAPI_CLUSTER_BIN=$(CLUSTER_BIN) $(BIN)/pytest --cov=kubeletapi --cov-report=term-missing:skip-covered --durations=30
 
 test: venv deb lint typecheck importlint pytest
 

@@ -14,21 +14,18 @@ import datetime as dt
 import json
 import os
 import re
-import signal
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from kubernetes.client import Configuration
 from kubernetes.stream.ws_client import WSClient, get_websocket_url
 
 from tests.cri.cleanup import cgroup_dirs, list_sandboxes, purge_cri
 from tests.cri.fixtures import CRIEnv
-from tests.helpers import Agent, AgentProcess, agent_args, purge
+from tests.helpers import Agent, agent_args
 from tests.podtools import manifest, pods, polled, status_of, wait_for, write
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cri]
@@ -318,43 +315,3 @@ def test_pod_removal_cleans_sandboxes_and_cgroups(node: Node) -> None:
     leftovers = [d for d in cgroup_dirs(node.cgroup_root()) if f"pod{uid}" in str(d)]
     assert leftovers == [], parent
     assert running(node, "bb")  # the others keep running
-
-
-def test_agent_kill_9_leaves_containers_untouched(cri_env: CRIEnv, tmp_path: Path) -> None:
-    manifests = tmp_path / "manifests"
-    write(manifests, "keep.yaml", manifest("keep", bb("main", TICKER)))
-    args = agent_args(tmp_path, "--container-runtime=remote", "--container-runtime-endpoint", cri_env.endpoint,
-                      "--pod-manifest-path", str(manifests))
-    agent_log = tmp_path / "agents.log"  # both agents', shown when the containers were not kept
-    first = AgentProcess(args, log=agent_log)
-    second: AgentProcess | None = None
-    try:
-        health = f"http://127.0.0.1:{args[args.index('--healthz-port') + 1]}/healthz"
-        read_only = f"http://127.0.0.1:{args[args.index('--read-only-port') + 1]}/pods"
-        first.wait_healthy(health)
-
-        def keep() -> dict[str, Any] | None:
-            items = httpx.get(read_only, timeout=5).json()["items"]
-            pod = next((p for p in items if p["metadata"]["name"] == "keep-testnode"), None)
-            return pod if pod and pod["status"].get("phase") == "Running" else None
-
-        before = status_of(wait_for(keep, what="keep running"), "main")
-        os.kill(first.proc.pid, signal.SIGKILL)
-        first.kill()
-        time.sleep(0.5)
-        second = AgentProcess(args, log=agent_log)
-        second.wait_healthy(health)
-        after = status_of(wait_for(keep, what="keep running again"), "main")
-        assert after["containerID"] == before["containerID"], agent_log.read_text()
-        assert after["restartCount"] == 0 and after["state"]["running"]["startedAt"] == \
-            before["state"]["running"]["startedAt"]
-        log = Path(tmp_path / "logs").glob("default_keep-testnode_*/main/0.log")
-        lines = [line.split(" ", 3)[3] for line in next(log).read_text().splitlines()]
-        ticks = [int(t.split()[1]) for t in lines if t.startswith("tick")]
-        assert ticks == list(range(len(ticks)))  # the container ran on, no line lost
-    finally:
-        for agent in (first, second):
-            if agent is not None and agent.proc.poll() is None:
-                agent.kill()
-        purge_cri(cri_env.endpoint, args)
-        purge(args)
