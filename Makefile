@@ -15,7 +15,7 @@ DEB_PACKAGES := wrk curl prometheus prometheus-node-exporter containerd runc con
 # proxy by scripts/cluster-bin.sh into a cache outside the checkout, once per version.
 K8S_VERSION := $(shell awk '/^require k8s.io\/kubernetes /{print $$3}' tests/cluster/k8s/go.mod)
 CLUSTER_BIN ?= $(HOME)/.cache/kubeletapi/k8s-$(K8S_VERSION)
-CLUSTER_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kubectl spdyclient metrics-server prometheus
+CLUSTER_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet spdyclient metrics-server prometheus
 
 .PHONY: all venv deb run test test-fast lint typecheck importlint pytest openapi proto bench clean cluster-bin
 
