@@ -42,6 +42,11 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory, fabric: Fabric) -> I
 
 
 RUNTIMES = ("process", "containerd")
+# For tests of the node itself (registration retries, lease, NotReady, node events, the API server's
+# outage): that logic lives above the runtime (kubeletapi/node, the API pod source and status
+# manager), so one runtime shows it; the pods' own behaviour is tested on both. The suite's time
+# limit is why: each of these costs 12-90 s per runtime.
+NODE_LEVEL = pytest.mark.parametrize("node", ["process"], indirect=True)
 # How the cluster tests' manifests name their image; on containerd it is the locally built busybox.
 IMAGE = "busybox:1.36"
 

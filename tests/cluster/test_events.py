@@ -2,7 +2,8 @@
 scheduler, then Pulled, Created, Started from the node), a crash loop's counted BackOff, a
 failing liveness probe's Unhealthy and Killing, the node's own Starting, condition events and
 NodeReady (beside the controller-manager's RegisteredNode), and a pod the node cannot run.
-Through the `node` fixture every test runs on the process runtime and on containerd."""
+Through the `node` fixture every pod test runs on the process runtime and on containerd; the node's
+own events on one (conftest.NODE_LEVEL)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.cluster.conftest import NODE_LEVEL
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.node import Node
 from tests.podtools import wait_for
@@ -145,6 +147,7 @@ def test_a_failing_liveness_probe_shows_unhealthy_and_killing(node: Node, contro
     assert _in_table(described, "kubelet Container main failed liveness probe, will be restarted"), described
 
 
+@NODE_LEVEL
 def test_the_node_shows_starting_and_its_conditions_then_node_ready(node: Node, control_plane: ControlPlane) -> None:
     node.start()
     wait_for(node.ready, timeout=10, what="node Ready")

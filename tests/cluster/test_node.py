@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.cluster.conftest import NODE_LEVEL
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.node import Node
 from tests.podtools import wait_for
@@ -52,6 +53,7 @@ def test_registers_with_the_kubelets_fields_and_is_ready_within_5s(node: Node, c
     assert reasons["Ready"] == ("True", "KubeletReady", "kubelet is posting ready status")
 
 
+@NODE_LEVEL
 def test_lease_renewed_with_an_owner_reference_to_the_node(node: Node, control_plane: ControlPlane) -> None:
     node.start()
     wait_for(node.ready, timeout=10, what="node Ready")
@@ -108,6 +110,7 @@ def test_service_account_tokens_are_reviewed_and_authorized_by_the_api_server(
             control_plane.kubectl("delete", "clusterrolebinding", f"scraper-{namespace}")
 
 
+@NODE_LEVEL
 def test_stopped_node_goes_not_ready_and_returns(node: Node, control_plane: ControlPlane) -> None:
     node.start()
     wait_for(node.ready, timeout=10, what="node Ready")
