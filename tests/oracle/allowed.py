@@ -1,13 +1,13 @@
 """The README's list of differences the oracle may find (section ORACLE_SECTION): each bullet
-starts with a pattern in backticks, `<what> <path>: <kind>` (fnmatch: `*` and `?` allowed), then
-the reason. A test fails on a difference no pattern covers; the last test of the package
+starts with a pattern in backticks, `<what> <path>: <kind>`, where `*` stands for any text and
+everything else is literal (paths hold brackets and question marks), then the reason. A test fails on a difference no pattern covers; the last test of the package
 (test_zz_readme.py) fails on a pattern for something the run compared that covered nothing (the
 list stays short and true).
 """
 
 from __future__ import annotations
 
-import fnmatch
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -20,12 +20,22 @@ ORACLE_SECTION = "### What the oracle finds different"
 _BULLET = re.compile(r"^- `([^`]+)`")
 
 
+@functools.cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(".*".join(re.escape(part) for part in pattern.split("*")), re.DOTALL)
+
+
+def matches(text: str, pattern: str) -> bool:
+    """`*` is any text, the rest literal."""
+    return _compiled(pattern).fullmatch(text) is not None
+
+
 @dataclass(frozen=True)
 class Allowed:
     pattern: str
 
     def covers(self, difference: Difference) -> bool:
-        return fnmatch.fnmatchcase(difference.key, self.pattern)
+        return matches(difference.key, self.pattern)
 
     @property
     def what(self) -> str:
@@ -71,7 +81,7 @@ class Findings:
     def stale(self, readme: Path = README) -> list[str]:
         out = []
         for allowed in listed(readme):
-            in_scope = any(fnmatch.fnmatchcase(scope, allowed.what) for scope in self.scopes)
+            in_scope = any(matches(scope, allowed.what) for scope in self.scopes)
             if in_scope and not any(allowed.covers(d) for d in self.found):
                 out.append(f"listed in the README but no longer seen: `{allowed.pattern}`")
         return out
