@@ -1,8 +1,8 @@
 """The README's list of differences the oracle may find (section ORACLE_SECTION): each bullet
 starts with a pattern in backticks, `<what> <path>: <kind>`, where `*` stands for any text and
-everything else is literal (paths hold brackets and question marks), then the reason. A test fails on a difference no pattern covers; the last test of the package
-(test_zz_readme.py) fails on a pattern for something the run compared that covered nothing (the
-list stays short and true).
+everything else is literal (paths hold brackets and question marks), then the reason. A test
+fails on a difference no pattern covers; the last test of the package (test_zz_readme.py) fails
+on a pattern for something the run compared that covered nothing (the list stays short and true).
 """
 
 from __future__ import annotations
