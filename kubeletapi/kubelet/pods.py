@@ -51,6 +51,7 @@ from kubeletapi.pods.volumes import PodVolumes, run_command
 from kubeletapi.prober import ProbeManager
 from kubeletapi.runtime.cri import CRIRuntime
 from kubeletapi.runtime.interface import Runtime
+from kubeletapi.runtime.process.podnet import SandboxNetworks
 from kubeletapi.runtime.process.runtime import ProcessRuntime
 from kubeletapi.runtime.process.shimbuild import shim_path
 from kubeletapi.runtime.streaming import Streamer
@@ -72,6 +73,15 @@ def node_env(cfg: KubeletConfiguration, opts: NodeOptions, node_name: str, node_
         memory_capacity=psutil.virtual_memory().total, cpu_capacity_milli=(os.cpu_count() or 1) * 1000,
         max_pods=cfg.max_pods,
     )
+
+
+def _process_networks(pod_cidr: str, opts: NodeOptions, isolated: bool) -> SandboxNetworks | None:
+    """The process runtime's pod networks for `pod_cidr`; None (and why, logged) when the agent
+    cannot give pods namespaces of their own. At start and when the Node's CIDR arrives."""
+    if isolated:
+        return process_networks(pod_cidr, opts, shim_path())
+    log.warning("not running as root: pods get no network namespaces (pod CIDR %s unused)", pod_cidr)
+    return None
 
 
 def _isolation() -> bool:
@@ -147,11 +157,7 @@ class PodWiring:
                 cri, log_max_size, cfg.container_log_max_files, clock)
             isolated = True
         else:
-            networks = None
-            if cfg.pod_cidr and isolated:
-                networks = process_networks(cfg.pod_cidr, opts, shim_path())
-            elif cfg.pod_cidr:
-                log.warning("not running as root: pods get no network namespaces (podCIDR %s unused)", cfg.pod_cidr)
+            networks = _process_networks(cfg.pod_cidr, opts, isolated) if cfg.pod_cidr else None
             process = ProcessRuntime(
                 opts.root_dir / "runtime" / "process", shim_path(), clock,
                 cgroups=new_writer(detect()) if isolated else None, namespaces=isolated,
@@ -268,11 +274,11 @@ class PodWiring:
             if self.cri is not None:
                 cri_conflist(first, self._opts)
                 await self.cri.update_pod_cidr(first)
-            elif self._process is not None and self.node.isolated:
-                self._process.use_network(process_networks(first, self._opts, shim_path()))
-                await self._process.start_networks()
-            else:
-                log.warning("not running as root: pods get no network namespaces (pod CIDR %s unused)", first)
+            elif self._process is not None:
+                networks = _process_networks(first, self._opts, self.node.isolated)
+                if networks is not None:
+                    self._process.use_network(networks)
+                    await self._process.start_networks()
         except KubeletError as exc:
             log.error("pod network %s cannot be set up: %s", first, exc)
             return
