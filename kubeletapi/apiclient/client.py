@@ -106,7 +106,7 @@ class ApiClient:
         try:
             response = await self._http.request(method, path, params=params, content=content, headers=headers)
         except httpx.HTTPError as exc:
-            raise Unavailable(f"{method} {self.server}{path}: {exc or type(exc).__name__}") from exc
+            raise Unavailable(f"{method} {self.server}{path}: {str(exc) or type(exc).__name__}") from exc
         if response.status_code >= 300:
             raise _error(method, path, response.status_code, response.content)
         try:
@@ -163,7 +163,7 @@ class ApiClient:
                         raise _error("WATCH", path, int(status.get("code") or 500), json.dumps(status).encode())
                     yield event
         except httpx.HTTPError as exc:
-            raise Unavailable(f"WATCH {self.server}{path}: {exc or type(exc).__name__}") from exc
+            raise Unavailable(f"WATCH {self.server}{path}: {str(exc) or type(exc).__name__}") from exc
 
 
 def _event(path: str, line: str) -> Json:
