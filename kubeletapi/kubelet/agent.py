@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -296,9 +297,10 @@ class Kubelet:
         return f"https://{host}:{self.cfg.port}"
 
     def _serving_ttl(self) -> float:
+        """Whole seconds, as the kubelet's gauge (math.Trunc of time.Until)."""
         if self._serving_not_after is None:
             return float("inf")
-        return self._serving_not_after - self.clock.now()
+        return float(math.trunc(self._serving_not_after - self.clock.now()))
 
     def add_sync_handler(self, handler: Callable[[], Awaitable[None]]) -> None:
         """Run `handler` on every sync-loop iteration (the pod manager's housekeeping)."""

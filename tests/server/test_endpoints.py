@@ -140,7 +140,7 @@ def test_metrics(agent: Agent) -> None:
                  "kubernetes_build_info", "kubelet_certificate_manager_server_ttl_seconds"):
         assert name in found, name
     ttl = next(iter(found["kubelet_certificate_manager_server_ttl_seconds"].samples)).value  # type: ignore[attr-defined]
-    assert 300 * 86400 < ttl < 366 * 86400
+    assert 300 * 86400 < ttl < 366 * 86400 and ttl == int(ttl)  # whole seconds, as math.Trunc in the kubelet
     assert zipped.headers.get("content-encoding") == "gzip"
     assert gzip.decompress(raw).startswith(b"# HELP")
 
