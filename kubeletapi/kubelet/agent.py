@@ -55,6 +55,7 @@ from kubeletapi.server.auth import Security
 from kubeletapi.server.limits import Limits
 from kubeletapi.server.listeners import Listener, ListenerSpec
 from kubeletapi.server.tls import ServingContext
+from kubeletapi.stats.collect import own_start_ns
 from kubeletapi.streaming.targets import ContainerStreams, PodPorts
 
 log = logging.getLogger(__name__)
@@ -99,11 +100,18 @@ class Kubelet:
         self.cluster: ClusterWiring | None = None
         self.certs: CertificateWiring | None = None
         self._serving: ServingContext | None = None
+        self._process_start: int | None = None
 
     # --- Host ---------------------------------------------------------------------------------
     @property
     def node_name(self) -> str:
         return self._node_name
+
+    @property
+    def process_start_unix(self) -> int:
+        if self._process_start is None:
+            self._process_start = own_start_ns() // 1_000_000_000
+        return self._process_start
 
     def health_checks(self) -> Sequence[HealthCheck]:
         return self._checks
