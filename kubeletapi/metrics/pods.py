@@ -119,6 +119,8 @@ class PodMetrics:
         for static in ("true", "false"):
             self.desired_pods.labels(static=static).set(0)
             self.active_pods.labels(static=static).set(0)
+        for static in ("true", ""):  # the kubelet adds 0 to both at every pod cleanup
+            self.restarted_pods.labels(static=static)
 
     # pleg.RelistObserver
     def relisted(self, duration_s: float, interval_s: float | None, at: float) -> None:
