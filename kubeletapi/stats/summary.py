@@ -1,8 +1,10 @@
 """The /stats/summary document (stats/v1alpha1) built from a Snapshot, as the kubelet builds it.
 
 Full summary: node (boot time as startTime, CPU, memory, network, rootfs, imagefs, rlimit, swap,
-system containers) and every pod (cgroup CPU/memory/swap, running containers with their logs,
-host network, volumes, ephemeral-storage, process count). The CPU-and-memory variant
+system containers) and every pod with a running container (cgroup CPU/memory/swap, running
+containers with their logs, host network, volumes, ephemeral-storage, process count). A pod
+without one (a crash-looping container waiting in back-off) is left out of both variants, as the
+kubelet's CRI stats provider builds its pods from the running containers' stats. The CPU-and-memory variant
 (only_cpu_and_memory=true, what metrics-server <= 0.5 and /metrics/resource read) keeps node and
 pod CPU, memory and swap, the system containers' CPU and memory, and the root cgroup's start as
 the node startTime.
@@ -48,7 +50,7 @@ def full_summary(snap: Snapshot) -> api.Summary:
     used = node.imagefs_used
     stats.image_fs = _fs(node.imagefs, used.used if used else None, used.inodes_used if used else None)
     stats.container_fs = stats.image_fs
-    return api.Summary(stats, [_pod(snap, pod) for pod in snap.pods])
+    return api.Summary(stats, [_pod(snap, pod) for pod in snap.pods if pod.workload])
 
 
 def cpu_and_memory_summary(snap: Snapshot) -> api.Summary:
@@ -64,7 +66,7 @@ def cpu_and_memory_summary(snap: Snapshot) -> api.Summary:
         swap=_node_swap(root, snap, snap.node.machine.swap_capacity),
     )
     pods = []
-    for pod in snap.pods:
+    for pod in (p for p in snap.pods if p.workload):
         stats = api.PodStats(
             pod.ref.name, pod.ref.namespace, pod.ref.uid, pod.ref.created_ns,
             containers=[_workload_container(c) for c in pod.workload],
