@@ -36,7 +36,7 @@ from kubeletapi.errors import KubeletError
 from kubeletapi.health import HealthCheck, LogFlushMonitor, PingCheck, SyncLoopCheck
 from kubeletapi.kubelet import streams
 from kubeletapi.kubelet.certificates import CertificateWiring
-from kubeletapi.kubelet.cluster import ClusterWiring
+from kubeletapi.kubelet.cluster import ClusterWiring, cgroup_version
 from kubeletapi.kubelet.pods import PodWiring
 from kubeletapi.kubelet.security import SecurityWiring, tls_files
 from kubeletapi.kubelet.stats import StatsProvider
@@ -88,6 +88,8 @@ class Kubelet:
         self._log_monitor = LogFlushMonitor(RealClock())
         self._registries: dict[str, CollectorRegistry] = {"metrics": new_registry(), "probes": new_registry()}
         self._metrics = KubeletMetrics(self._registries["metrics"], self._node_name, self._serving_ttl)
+        if (version := cgroup_version()) > 0:
+            self._metrics.cgroup_version.set(version)
         # Real time too: the loop's lag is real, whatever clock the loops run on.
         self._loop_watch = LoopWatch(RealClock(), self._metrics.loop_lag.observe)
         self._checks: list[HealthCheck] = [
