@@ -96,7 +96,7 @@ def compare_family(what: str, real: Family, ours: Family, with_series: bool) -> 
 
 def compare_headers(what: str, real: httpx.Response, ours: httpx.Response) -> list[Difference]:
     out = []
-    for header in ("content-type", "content-encoding", "process-start-time-unix"):
+    for header in ("content-type", "content-encoding", "vary", "process-start-time-unix"):
         a, b = real.headers.get(header), ours.headers.get(header)
         if header == "process-start-time-unix":  # a time: only whether it is sent
             a, b = a and "<time>", b and "<time>"

@@ -30,7 +30,7 @@ def _respond(request: Request, body: bytes, gzipped: bool) -> Response:
     host: Host = request.app.state.host
     headers = {"Process-Start-Time-Unix": str(host.process_start_unix)}
     if gzipped:
-        headers |= {"Content-Encoding": "gzip", "Vary": "Accept-Encoding"}
+        headers["Content-Encoding"] = "gzip"  # and no Vary: the kubelet's promhttp sends none
     return Response(body, media_type=CONTENT_TYPE, headers=headers)
 
 
@@ -69,7 +69,8 @@ async def metrics(request: Request) -> Response:
 GZIP_HEADERS = {
     "Content-Encoding": {"description": "`gzip` when the request accepts it.", "schema": {"type": "string",
                                                                                          "enum": ["gzip"]}},
-    "Vary": {"description": "`Accept-Encoding`, on a gzipped answer.", "schema": {"type": "string"}},
+    "Process-Start-Time-Unix": {"description": "When the node agent's process started (Unix seconds).",
+                                "schema": {"type": "integer"}},
 }
 ACCEPT_ENCODING = header("Accept-Encoding", {"type": "string", "examples": ["gzip"]},
                          "The answer is gzip-compressed when this names `gzip` (Prometheus always sends it).")
