@@ -44,7 +44,7 @@ from kubeletapi.loopwatch import LoopWatch
 from kubeletapi.metrics.certificates import ClientCertificateCollector
 from kubeletapi.metrics.events import EventsCollector
 from kubeletapi.metrics.kubelet import KubeletMetrics
-from kubeletapi.metrics.pods import LogUsageCollector, PodMetrics
+from kubeletapi.metrics.pods import LogUsageCollector, PodMetrics, VolumeCountsCollector
 from kubeletapi.metrics.probes import ProbeMetrics
 from kubeletapi.metrics.sinks import SinkCollector
 from kubeletapi.metrics.spec import new_registry
@@ -191,6 +191,7 @@ class Kubelet:
                                   api_sources, api=self.cluster.readers if self.cluster is not None else None,
                                   events=self.cluster.events if self.cluster is not None else None)
             self._registries["metrics"].register(LogUsageCollector(self.pods.inventory.log_dirs))
+            self._registries["metrics"].register(VolumeCountsCollector(self.pods.volumes.counts))
             self.stats = StatsProvider(self.cfg, self.opts, self.node_name, self.clock, self.pods)
             if self.stats.sink is not None:
                 self._registries["metrics"].register(SinkCollector(self.stats.sink.counts))
