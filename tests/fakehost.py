@@ -118,6 +118,7 @@ class FakeHost:
     """A Host whose every answer is a function field; the defaults are a node without pods."""
 
     node_name: str = NODE_NAME
+    process_start_unix: int = 1_700_000_000
     health_checks: Callable[[], Sequence[HealthCheck]] = agent_checks
     configz: Callable[[], Mapping[str, Any]] = lambda: {"kubeletconfig": {}}
     # /metrics and /metrics/probes: one fresh registry each per host (FakeNode adds the kubelet_http_*

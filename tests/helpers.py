@@ -29,6 +29,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from kubeletapi.cli import configuration
 from kubeletapi.clock import Clock
+from kubeletapi.gofmt import go_float
 from kubeletapi.kubelet import Kubelet
 from kubeletapi.runtime.streaming import STDOUT, StreamSession
 from kubeletapi.server.limits import Limits
@@ -172,9 +173,10 @@ class Agent(Listening):
 
 
 def sample(name: str, value: float, **labels: str) -> str:
-    """A Prometheus text sample line as prometheus_client writes it (labels sorted by name)."""
+    """A Prometheus text sample line, newline included, as the kubelet's client_golang writes it
+    (labels sorted by name, the value as Go formats a float: `3`, not `3.0`)."""
     inner = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
-    return f"{name}{{{inner}}} {value!r}" if labels else f"{name} {value!r}"
+    return f"{name}{{{inner}}} {go_float(value)}\n" if labels else f"{name} {go_float(value)}\n"
 
 
 def http_sample(value: float, path: str, server_type: str = "readwrite", method: str = "GET",

@@ -39,9 +39,16 @@ def _interface_keys() -> dict[str, Schema]:
 
 
 SCHEMAS: dict[str, Schema] = {
-    "CPUStats": _object(["time"], time=TIME, **_uints("usageNanoCores", "usageCoreNanoSeconds")),
+    # Pressure stall information: cumulative stall time (us) and 10/60/300 s averages (percent).
+    "PSIData": _object(["total", "avg10", "avg60", "avg300"], total=UINT64, avg10={"type": "number"},
+                       avg60={"type": "number"}, avg300={"type": "number"}),
+    "PSIStats": _object(["full", "some"], full=_ref("PSIData"), some=_ref("PSIData")),
+    "IOStats": _object(["time"], time=TIME, psi=_ref("PSIStats")),
+    "CPUStats": _object(["time"], time=TIME, **_uints("usageNanoCores", "usageCoreNanoSeconds"),
+                        psi=_ref("PSIStats")),
     "MemoryStats": _object(["time"], time=TIME, **_uints("availableBytes", "usageBytes", "workingSetBytes",
-                                                         "rssBytes", "pageFaults", "majorPageFaults")),
+                                                         "rssBytes", "pageFaults", "majorPageFaults"),
+                           psi=_ref("PSIStats")),
     "SwapStats": _object(["time"], time=TIME, **_uints("swapAvailableBytes", "swapUsageBytes")),
     "InterfaceStats": _object(["name"], **_interface_keys()),
     # The default interface (eth0) is embedded: its keys sit beside `time`.
@@ -54,7 +61,8 @@ SCHEMAS: dict[str, Schema] = {
                                           namespace={"type": "string"})),
     "RlimitStats": _object(["time"], time=TIME, maxpid={"type": "integer"}, curproc={"type": "integer"}),
     "ContainerStats": _object(["name", "startTime"], name={"type": "string"}, startTime=TIME,
-                              cpu=_ref("CPUStats"), memory=_ref("MemoryStats"), rootfs=_ref("FsStats"),
+                              cpu=_ref("CPUStats"), memory=_ref("MemoryStats"), io=_ref("IOStats"),
+                              rootfs=_ref("FsStats"),
                               logs=_ref("FsStats"), swap=_ref("SwapStats")),
     "PodStats": _object(
         ["podRef", "startTime", "containers"],
@@ -62,7 +70,7 @@ SCHEMAS: dict[str, Schema] = {
                        uid={"type": "string"}),
         startTime=TIME,
         containers={"type": "array", "items": _ref("ContainerStats")},
-        cpu=_ref("CPUStats"), memory=_ref("MemoryStats"), network=_ref("NetworkStats"),
+        cpu=_ref("CPUStats"), memory=_ref("MemoryStats"), io=_ref("IOStats"), network=_ref("NetworkStats"),
         volume={"type": "array", "items": _ref("VolumeStats")},
         **{"ephemeral-storage": _ref("FsStats")},
         process_stats=_object([], process_count=UINT64),
@@ -73,7 +81,8 @@ SCHEMAS: dict[str, Schema] = {
         nodeName={"type": "string"},
         systemContainers={"type": "array", "items": _ref("ContainerStats")},
         startTime=TIME,
-        cpu=_ref("CPUStats"), memory=_ref("MemoryStats"), network=_ref("NetworkStats"), fs=_ref("FsStats"),
+        cpu=_ref("CPUStats"), memory=_ref("MemoryStats"), io=_ref("IOStats"), network=_ref("NetworkStats"),
+        fs=_ref("FsStats"),
         runtime=_object([], imageFs=_ref("FsStats"), containerFs=_ref("FsStats")),
         rlimit=_ref("RlimitStats"),
         swap=_ref("SwapStats"),

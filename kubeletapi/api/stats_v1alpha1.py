@@ -28,16 +28,57 @@ def _put(out: Wire, key: str, value: Any) -> None:
         out[key] = value
 
 
+def _go_float(value: float) -> float | int:
+    """A float64 as encoding/json writes it: 0 not 0.0."""
+    return int(value) if value == int(value) else value
+
+
+@dataclass
+class PSIData:
+    total: int = 0  # microseconds
+    avg10: float = 0.0
+    avg60: float = 0.0
+    avg300: float = 0.0
+
+    def to_wire(self) -> Wire:
+        return {"total": self.total, "avg10": _go_float(self.avg10), "avg60": _go_float(self.avg60),
+                "avg300": _go_float(self.avg300)}
+
+
+@dataclass
+class PSIStats:
+    full: PSIData = field(default_factory=PSIData)
+    some: PSIData = field(default_factory=PSIData)
+
+    def to_wire(self) -> Wire:
+        return {"full": self.full.to_wire(), "some": self.some.to_wire()}
+
+
+@dataclass
+class IOStats:
+    time: int
+    psi: PSIStats | None = None
+
+    def to_wire(self) -> Wire:
+        out: Wire = {"time": wire_time(self.time)}
+        if self.psi is not None:
+            out["psi"] = self.psi.to_wire()
+        return out
+
+
 @dataclass
 class CPUStats:
     time: int
     usage_nano_cores: int | None = None
     usage_core_nano_seconds: int | None = None
+    psi: PSIStats | None = None
 
     def to_wire(self) -> Wire:
         out: Wire = {"time": wire_time(self.time)}
         _put(out, "usageNanoCores", self.usage_nano_cores)
         _put(out, "usageCoreNanoSeconds", self.usage_core_nano_seconds)
+        if self.psi is not None:
+            out["psi"] = self.psi.to_wire()
         return out
 
 
@@ -50,6 +91,7 @@ class MemoryStats:
     rss_bytes: int | None = None
     page_faults: int | None = None
     major_page_faults: int | None = None
+    psi: PSIStats | None = None
 
     def to_wire(self) -> Wire:
         out: Wire = {"time": wire_time(self.time)}
@@ -59,6 +101,8 @@ class MemoryStats:
         _put(out, "rssBytes", self.rss_bytes)
         _put(out, "pageFaults", self.page_faults)
         _put(out, "majorPageFaults", self.major_page_faults)
+        if self.psi is not None:
+            out["psi"] = self.psi.to_wire()
         return out
 
 
@@ -160,10 +204,11 @@ class ContainerStats:
     rootfs: FsStats | None = None
     logs: FsStats | None = None
     swap: SwapStats | None = None
+    io: IOStats | None = None
 
     def to_wire(self) -> Wire:
         out: Wire = {"name": self.name, "startTime": wire_time(self.start_time)}
-        for key, value in (("cpu", self.cpu), ("memory", self.memory), ("rootfs", self.rootfs),
+        for key, value in (("cpu", self.cpu), ("memory", self.memory), ("io", self.io), ("rootfs", self.rootfs),
                            ("logs", self.logs), ("swap", self.swap)):
             if value is not None:
                 out[key] = value.to_wire()
@@ -184,6 +229,7 @@ class PodStats:
     ephemeral_storage: FsStats | None = None
     process_count: int | None = None
     swap: SwapStats | None = None
+    io: IOStats | None = None
 
     def to_wire(self) -> Wire:
         out: Wire = {
@@ -191,7 +237,7 @@ class PodStats:
             "startTime": wire_time(self.start_time),
             "containers": [c.to_wire() for c in self.containers],
         }
-        for key, value in (("cpu", self.cpu), ("memory", self.memory), ("network", self.network)):
+        for key, value in (("cpu", self.cpu), ("memory", self.memory), ("io", self.io), ("network", self.network)):
             if value is not None:
                 out[key] = value.to_wire()
         if self.volume:
@@ -218,13 +264,15 @@ class NodeStats:
     container_fs: FsStats | None = None
     rlimit: RlimitStats | None = None
     swap: SwapStats | None = None
+    io: IOStats | None = None
 
     def to_wire(self) -> Wire:
         out: Wire = {"nodeName": self.node_name}
         if self.system_containers:
             out["systemContainers"] = [c.to_wire() for c in self.system_containers]
         out["startTime"] = wire_time(self.start_time)
-        for key, value in (("cpu", self.cpu), ("memory", self.memory), ("network", self.network), ("fs", self.fs)):
+        for key, value in (("cpu", self.cpu), ("memory", self.memory), ("io", self.io), ("network", self.network),
+                           ("fs", self.fs)):
             if value is not None:
                 out[key] = value.to_wire()
         if self.image_fs is not None or self.container_fs is not None:

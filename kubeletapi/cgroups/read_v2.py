@@ -35,7 +35,16 @@ from kubeletapi.cgroups.read_common import (
     value,
     working_set,
 )
-from kubeletapi.cgroups.stats import CgroupSample, CgroupSpec, CpuStats, DiskIOStats, MemoryStats
+from kubeletapi.cgroups.stats import (
+    PSI,
+    CgroupSample,
+    CgroupSpec,
+    CpuStats,
+    DiskIOStats,
+    MemoryStats,
+    Pressure,
+    PSIData,
+)
 from kubeletapi.cgroups.units import MAX_SHARES, MAX_WEIGHT, MIN_SHARES, MIN_WEIGHT
 from kubeletapi.errors import InvalidInput
 from kubeletapi.procread import to_int
@@ -83,6 +92,7 @@ class V2Reader(BaseReader):
             io=_io(probe.read(f"{directory}/io.stat")),
             spec=_spec(probe, directory),
             created_ns=created,
+            pressure=_pressure(probe, directory),
         )
         return None if self._vanished(probe, directory) else sample
 
@@ -209,3 +219,29 @@ def _cpu_max(data: bytes | None) -> tuple[int | None, int | None]:
     period = to_int(fields[1]) if len(fields) > 1 else None
     return quota, period
 
+
+
+def _pressure(probe: Probe, directory: str) -> Pressure | None:
+    """cpu.pressure, memory.pressure and io.pressure; None when the kernel writes none (no PSI)."""
+    read = [parse_psi(probe.read(f"{directory}/{kind}.pressure")) for kind in ("cpu", "memory", "io")]
+    if all(p is None for p in read):
+        return None
+    cpu, memory, io = (p or PSI() for p in read)
+    return Pressure(cpu, memory, io)
+
+
+def parse_psi(data: bytes | None) -> PSI | None:
+    """`some avg10=0.12 avg60=0.05 avg300=0.01 total=12345` and the `full` line (absent for the
+    root's cpu.pressure before 5.13: then zeros, as cAdvisor reads it)."""
+    if data is None:
+        return None
+    lines: dict[bytes, PSIData] = {}
+    for line in data.splitlines():
+        kind, _, rest = line.partition(b" ")
+        fields = dict(item.partition(b"=")[::2] for item in rest.split())
+        try:
+            lines[kind] = PSIData(int(fields.get(b"total", b"0")), float(fields.get(b"avg10", b"0")),
+                                  float(fields.get(b"avg60", b"0")), float(fields.get(b"avg300", b"0")))
+        except ValueError:
+            continue
+    return PSI(lines.get(b"some", PSIData()), lines.get(b"full", PSIData()))

@@ -77,6 +77,34 @@ class CgroupSpec:
 
 
 @dataclass(frozen=True)
+class PSIData:
+    """One line of a *.pressure file: the share of time tasks stalled, averaged over 10, 60 and 300 s
+    (percent), and the cumulative stall time (microseconds)."""
+
+    total_us: int = 0
+    avg10: float = 0.0
+    avg60: float = 0.0
+    avg300: float = 0.0
+
+
+@dataclass(frozen=True)
+class PSI:
+    """A *.pressure file: `some` task stalled, `full`: all non-idle tasks stalled at once."""
+
+    some: PSIData = PSIData()
+    full: PSIData = PSIData()
+
+
+@dataclass(frozen=True)
+class Pressure:
+    """Pressure stall information of a cgroup (v2 cpu/memory/io.pressure); cgroup v1 has none."""
+
+    cpu: PSI = PSI()
+    memory: PSI = PSI()
+    io: PSI = PSI()
+
+
+@dataclass(frozen=True)
 class CgroupSample:
     """One read of one cgroup."""
 
@@ -90,3 +118,4 @@ class CgroupSample:
     io: tuple[DiskIOStats, ...] = ()
     spec: CgroupSpec = CgroupSpec()
     created_ns: int = 0  # the cgroup directory's creation (change) time, Unix ns
+    pressure: Pressure | None = None  # v2 only: None on v1 or without PSI in the kernel

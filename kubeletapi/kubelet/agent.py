@@ -37,7 +37,7 @@ from kubeletapi.errors import KubeletError
 from kubeletapi.health import HealthCheck, LogFlushMonitor, PingCheck, SyncLoopCheck
 from kubeletapi.kubelet import streams
 from kubeletapi.kubelet.certificates import CertificateWiring
-from kubeletapi.kubelet.cluster import ClusterWiring
+from kubeletapi.kubelet.cluster import ClusterWiring, cgroup_version
 from kubeletapi.kubelet.pods import PodWiring
 from kubeletapi.kubelet.security import SecurityWiring, tls_files
 from kubeletapi.kubelet.stats import StatsProvider
@@ -45,7 +45,7 @@ from kubeletapi.loopwatch import LoopWatch
 from kubeletapi.metrics.certificates import ClientCertificateCollector
 from kubeletapi.metrics.events import EventsCollector
 from kubeletapi.metrics.kubelet import KubeletMetrics
-from kubeletapi.metrics.pods import LogUsageCollector, PodMetrics
+from kubeletapi.metrics.pods import LogUsageCollector, PodMetrics, VolumeCountsCollector
 from kubeletapi.metrics.probes import ProbeMetrics
 from kubeletapi.metrics.sinks import SinkCollector
 from kubeletapi.metrics.spec import new_registry
@@ -56,6 +56,7 @@ from kubeletapi.server.auth import Security
 from kubeletapi.server.limits import Limits
 from kubeletapi.server.listeners import Listener, ListenerSpec
 from kubeletapi.server.tls import ServingContext
+from kubeletapi.stats.collect import own_start_ns
 from kubeletapi.streaming.targets import ContainerStreams, PodPorts
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,8 @@ class Kubelet:
         self._log_monitor = LogFlushMonitor(RealClock())
         self._registries: dict[str, CollectorRegistry] = {"metrics": new_registry(), "probes": new_registry()}
         self._metrics = KubeletMetrics(self._registries["metrics"], self._node_name, self._serving_ttl)
+        if (version := cgroup_version()) > 0:
+            self._metrics.cgroup_version.set(version)
         # Real time too: the loop's lag is real, whatever clock the loops run on.
         self._loop_watch = LoopWatch(RealClock(), self._metrics.loop_lag.observe)
         self._checks: list[HealthCheck] = [
@@ -100,11 +103,18 @@ class Kubelet:
         self.cluster: ClusterWiring | None = None
         self.certs: CertificateWiring | None = None
         self._serving: ServingContext | None = None
+        self._process_start: int | None = None
 
     # --- Host ---------------------------------------------------------------------------------
     @property
     def node_name(self) -> str:
         return self._node_name
+
+    @property
+    def process_start_unix(self) -> int:
+        if self._process_start is None:
+            self._process_start = own_start_ns() // 1_000_000_000
+        return self._process_start
 
     def health_checks(self) -> Sequence[HealthCheck]:
         return self._checks
@@ -182,6 +192,7 @@ class Kubelet:
                                   api_sources, api=self.cluster.readers if self.cluster is not None else None,
                                   events=self.cluster.events if self.cluster is not None else None)
             self._registries["metrics"].register(LogUsageCollector(self.pods.inventory.log_dirs))
+            self._registries["metrics"].register(VolumeCountsCollector(self.pods.volumes.counts))
             self.stats = StatsProvider(self.cfg, self.opts, self.node_name, self.clock, self.pods)
             if self.stats.sink is not None:
                 self._registries["metrics"].register(SinkCollector(self.stats.sink.counts))

@@ -101,7 +101,7 @@ class ClusterWiring:
         self._pods = pods
         cfg = self._cfg
         self._tasks.append(asyncio.create_task(self.events.run(), name="event-recorder"))
-        if pods.node.isolated and _cgroup_version() == 1:
+        if pods.node.isolated and cgroup_version() == 1:
             self.events.node_event(reasons.WARNING, reasons.CGROUP_V1, CGROUP_V1_WARNING)
         self.mirrors = MirrorPods(self.api, pods.manager, self._node_name, self._node_uid, pods.statuses.get,
                                   self._clock, mirrors_changed=self._mirrors_changed)
@@ -185,7 +185,8 @@ class ClusterWiring:
         return [reason for reason in (self._pods.pleg.unhealthy(), self._pods.network_error()) if reason]
 
 
-def _cgroup_version() -> int:
+def cgroup_version() -> int:
+    """This machine's cgroup version (1 or 2); 0 when it cannot be read."""
     try:
         return detect().version
     except (OSError, KubeletError):

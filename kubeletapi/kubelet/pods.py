@@ -182,7 +182,7 @@ class PodWiring:
         images = ImageManager(self.runtime, clock, serialize=cfg.serialize_image_pulls,
                               max_parallel=cfg.max_parallel_image_pulls,
                               credentials=PullCredentials(api.secrets) if api is not None else None)
-        volumes = PodVolumes(self.node, api=self._api_volumes(api, clock))
+        self.volumes = volumes = PodVolumes(self.node, api=self._api_volumes(api, clock))
         self._syncer = syncer = PodSyncer(self.runtime, self.node, clock, Backoff(clock), volumes,
                                           self.pleg, self.statuses, metrics, self.probes, images,
                                           self._env(api), pod_events, self.network_error)

@@ -64,7 +64,8 @@ Values where the Snapshot's data differs from cAdvisor's, and deliberate differe
   milliseconds divided by 1e9, exactly as cAdvisor exports them (its unit slip is reproduced).
 - Network series exist on the root only (the host's interfaces): pod network namespaces are not
   read by housekeeping.
-- container_pressure_* (KubeletPSI) and the app (custom metrics) set have no data: nothing.
+- container_pressure_* (KubeletPSI) come from the cgroup v2 *.pressure files; 0 on cgroup v1, as
+  cAdvisor writes its zero value there. The app (custom metrics) set has no data: nothing.
 - machine_dimm_count / machine_dimm_capacity_bytes are absent, as in cAdvisor on a machine
   without EDAC memory-controller info in sysfs; the NVM families are 0 (no libipmctl).
 """

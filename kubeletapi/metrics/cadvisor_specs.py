@@ -14,16 +14,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from kubeletapi.cgroups.stats import CgroupSample, CgroupSpec, CpuStats, DiskIOStats, MemoryStats
+from kubeletapi.cgroups.stats import PSI, CgroupSample, CgroupSpec, CpuStats, DiskIOStats, MemoryStats, PSIData
 from kubeletapi.stats.fs import FsStats
 from kubeletapi.stats.machine import MachineInfo
 from kubeletapi.stats.netdev import InterfaceStats
 from kubeletapi.stats.snapshot import DiskIO
 
 # cAdvisor's metric sets (container.MetricKind) that the kubelet includes (server.go); `pressure`
-# (KubeletPSI) has no data in the Snapshot and is not listed.
+# with KubeletPSI, on by default since 1.34.
 DEFAULT_SETS: frozenset[str] = frozenset(
-    {"cpu", "memory", "cpuLoad", "diskIO", "disk", "network", "app", "process", "oom"}
+    {"cpu", "memory", "cpuLoad", "diskIO", "disk", "network", "app", "process", "oom", "pressure"}
 )
 
 NS_PER_S = 1e9  # a float divisor: int / float converts the int first, like Go's float64(v) / 1e9
@@ -153,6 +153,16 @@ def _failures(t: Target) -> Rows:
 
 def _v2(read: Callable[[MemoryStats], int | None]) -> Value:
     return lambda t: read(t.mem)
+
+
+def _pressure(resource: str, line: str) -> Value:
+    """A *.pressure file's `full` or `some` total in seconds (cAdvisor's asMicrosecondsToSeconds)."""
+    def read(t: Target) -> float:
+        pressure = t.sample.pressure
+        psi: PSI = getattr(pressure, resource) if pressure is not None else PSI()
+        data: PSIData = getattr(psi, line)
+        return data.total_us / 1e6
+    return read
 
 
 def _fs(read: Callable[[FsRow], float]) -> RowsFn:
@@ -301,6 +311,13 @@ CONTAINER_FAMILIES: tuple[ContainerFamily, ...] = (
     ContainerFamily("container_memory_workingset_refault_anon_total",
                     "Cumulative number of refaults of previously evicted anonymous pages.", C, "memory",
                     value=_v2(lambda m: m.workingset_refault_anon)),
+    # pressure: the cgroup's *.pressure totals (us -> s); 0 without them (cgroup v1), as cAdvisor's zero value
+    *[ContainerFamily(f"container_pressure_{resource}_{kind}_seconds_total",
+                      f"Total time duration {who} in the container {what} due to {name} congestion.", C, "pressure",
+                      value=_pressure(resource, line))
+      for resource, name in (("cpu", "CPU"), ("memory", "memory"), ("io", "IO"))
+      for kind, who, what, line in (("stalled", "no tasks", "could make progress", "full"),
+                                    ("waiting", "tasks", "have waited", "some"))],
     # oom
     ContainerFamily("container_oom_events_total", "Count of out of memory events observed for the container", C,
                     "oom", value=lambda t: t.mem.oom_events or 0),

@@ -35,6 +35,7 @@ HTTP_DURATION = MetricSpec(
 HTTP_INFLIGHT = MetricSpec(
     "kubelet_http_inflight_requests", "Number of the inflight http requests", "gauge", HTTP_LABELS
 )
+CGROUP_VERSION = MetricSpec("kubelet_cgroup_version", "cgroup version on the hosts.", "gauge")
 LOOP_LAG = MetricSpec(
     "kubeletapi_event_loop_lag_seconds",
     "How much later than scheduled the agent's event loop ran a 50 ms heartbeat: time the loop was "
@@ -63,6 +64,7 @@ class KubeletMetrics:
             major=major, minor=minor, platform=f"{sys.platform}/{_GOARCH.get(platform.machine(), platform.machine())}",
         ).set(1)
         gauge(SERVER_CERT_TTL, registry).set_function(cert_ttl)
+        self.cgroup_version = gauge(CGROUP_VERSION, registry)  # set by the agent once it knows the host
         self.http_requests = counter(HTTP_REQUESTS, registry)
         self.http_duration = histogram(HTTP_DURATION, registry)
         self.http_inflight = gauge(HTTP_INFLIGHT, registry)

@@ -119,6 +119,8 @@ class PodMetrics:
         for static in ("true", "false"):
             self.desired_pods.labels(static=static).set(0)
             self.active_pods.labels(static=static).set(0)
+        for static in ("true", ""):  # the kubelet adds 0 to both at every pod cleanup
+            self.restarted_pods.labels(static=static)
 
     # pleg.RelistObserver
     def relisted(self, duration_s: float, interval_s: float | None, at: float) -> None:
@@ -196,3 +198,32 @@ def _dir_bytes(directory: Path) -> int:
                     total += entry.stat(follow_symlinks=False).st_size
     return total
 
+
+
+VolumeCounts = Callable[[], Mapping[tuple[str, str], int]]
+
+
+class VolumeCountsCollector(Collector):
+    """volume_manager_total_volumes{plugin_name,state}: the volumes the pods ask for
+    (desired_state_of_world) and those set up (actual_state_of_world), per plugin, read at scrape
+    time from the pods layer's count. Never raises."""
+
+    def __init__(self, counts: VolumeCounts) -> None:
+        self._counts = counts
+
+    def describe(self) -> list[GaugeMetricFamily]:
+        return [self._family()]
+
+    @staticmethod
+    def _family() -> GaugeMetricFamily:
+        return GaugeMetricFamily("volume_manager_total_volumes", "[ALPHA] Number of volumes in Volume Manager",
+                                 labels=("plugin_name", "state"))
+
+    def collect(self) -> list[GaugeMetricFamily]:
+        family = self._family()
+        try:
+            for (plugin, state), count in sorted(self._counts().items()):
+                family.add_metric((plugin, state), count)
+        except Exception:  # a scrape must never fail
+            log.exception("volume counts failed")
+        return [family]

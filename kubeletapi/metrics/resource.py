@@ -3,7 +3,8 @@
 Families, HELP texts, stability prefixes, labels and timestamps as the kubelet's
 pkg/kubelet/metrics/collectors/resource_metrics.go writes them: each sample carries the time of
 the stats it comes from (Unix ms), except container_start_time_seconds; on a summary error only
-the two scrape-error gauges are written, set to 1.
+resource_scrape_error is written, set to 1. (The kubelet also declares scrape_error, deprecated
+in 1.29 and so hidden since 1.31: it never writes it.)
 
 One deliberate difference, for metrics-server: a container CPU or working-set sample whose value
 is 0 (a container sampled before it ran, or never sampled yet) is left out instead of written as
@@ -28,11 +29,9 @@ class _Spec:
     help: str
     type: str
     stability: str
-    deprecated: str = ""
 
     def family(self) -> Family:
-        prefix = f"[{self.stability}] " + (f"(Deprecated since {self.deprecated}) " if self.deprecated else "")
-        return Family(self.name, prefix + self.help, self.type)
+        return Family(self.name, f"[{self.stability}] {self.help}", self.type)
 
 
 _SWAP = ". Reported only on non-windows systems"
@@ -57,8 +56,6 @@ SPECS = {
               "counter", "STABLE"),
         _Spec("pod_memory_working_set_bytes", "Current working set of the pod in bytes", "gauge", "STABLE"),
         _Spec("pod_swap_usage_bytes", "Current amount of the pod swap usage in bytes" + _SWAP, "gauge", "ALPHA"),
-        _Spec("scrape_error", "1 if there was an error while getting container metrics, 0 otherwise",
-              "gauge", "ALPHA", deprecated="1.29.0"),
         _Spec("resource_scrape_error", "1 if there was an error while getting container metrics, 0 otherwise",
               "gauge", "STABLE"),
     )
@@ -73,7 +70,6 @@ def render_resource(summary: api.Summary | None) -> bytes:
     """The text exposition for a CPU-and-memory summary; None means the summary failed."""
     fam = {name: spec.family() for name, spec in SPECS.items()}
     error = 1 if summary is None else 0
-    fam["scrape_error"].add((), error)
     fam["resource_scrape_error"].add((), error)
     if summary is not None:
         _node(fam, summary.node)

@@ -49,6 +49,11 @@ def empty_dir_path(node: NodeEnv, uid: str, name: str) -> Path:
 
 
 API_KINDS = ("configMap", "secret", "downwardAPI", "projected")
+# The kubelet's plugin names of the sources kubeletapi mounts (volume_manager_total_volumes' plugin_name).
+PLUGIN_NAMES = {"emptyDir": "kubernetes.io/empty-dir", "hostPath": "kubernetes.io/host-path",
+                "configMap": "kubernetes.io/configmap", "secret": "kubernetes.io/secret",
+                "downwardAPI": "kubernetes.io/downward-api", "projected": "kubernetes.io/projected"}
+DESIRED, ACTUAL = "desired_state_of_world", "actual_state_of_world"
 
 
 def setup_failed(volume: str, why: str) -> str:
@@ -84,12 +89,29 @@ class PodVolumes:
         self._node = node
         self._run = run or run_command
         self._api = api
+        # uid -> volume name -> plugin name: what the pods ask for and what is set up (the
+        # kubelet's volume manager's desired and actual states of the world, as counts)
+        self._desired: dict[str, dict[str, str]] = {}
+        self._actual: dict[str, dict[str, str]] = {}
+
+    def counts(self) -> dict[tuple[str, str], int]:
+        """(plugin name, DESIRED or ACTUAL) -> volumes, for volume_manager_total_volumes."""
+        out: dict[tuple[str, str], int] = {}
+        for state, pods in ((DESIRED, self._desired), (ACTUAL, self._actual)):
+            for volumes in list(pods.values()):
+                for plugin in volumes.values():
+                    out[plugin, state] = out.get((plugin, state), 0) + 1
+        return out
 
     async def setup(self, pod: Pod) -> dict[str, Mount]:
         """Prepare every volume of `pod`; name -> what to mount (host path or tmpfs). VolumeError
         names every volume that failed."""
         if self._api is not None:
             self._api.register(pod)
+        uid = pod.metadata.uid
+        plugins = {v.name: PLUGIN_NAMES[k[0]] for v in pod.spec.volumes if (k := v.sources()) and k[0] in PLUGIN_NAMES}
+        self._desired[uid] = plugins
+        actual = self._actual.setdefault(uid, {})
         mounts: dict[str, Mount] = {}
         failures: list[VolumeError] = []
         for volume in pod.spec.volumes:
@@ -97,6 +119,9 @@ class PodVolumes:
                 mounts[volume.name] = await self._prepare(pod, volume)
             except VolumeError as exc:
                 failures.append(exc)
+            else:
+                if volume.name in plugins:
+                    actual[volume.name] = plugins[volume.name]
         if failures:
             retries = [f.retry_s for f in failures if f.retry_s is not None]
             parts = [part for f in failures for part in f.parts]
@@ -161,6 +186,8 @@ class PodVolumes:
 
     async def teardown(self, uid: str) -> None:
         """Forget the pod's API objects, unmount its tmpfs volumes and remove its directory."""
+        self._desired.pop(uid, None)
+        self._actual.pop(uid, None)
         if self._api is not None:
             self._api.teardown(uid)
         await asyncio.to_thread(self._remove, uid)

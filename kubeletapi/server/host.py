@@ -20,6 +20,12 @@ class Host(Protocol):
         """The node's name (hostname-override or the lower-cased hostname)."""
         ...
 
+    @property
+    def process_start_unix(self) -> int:
+        """When the agent's process started, Unix seconds (the metrics endpoints'
+        Process-Start-Time-Unix header, as the kubelet's client_golang handler sends it)."""
+        ...
+
     def health_checks(self) -> Sequence[HealthCheck]:
         """The /healthz checks of the secure and read-only listeners, in order."""
         ...

@@ -333,7 +333,7 @@ class _Cycle:
             stats = self.observe(sample, SampleSource.PROCESS_TREE)
         else:
             stats = None
-        logs = self.collector.host_fs.usage(ref.log_dir) if ref.log_dir is not None else None
+        logs = self.collector.host_fs.files_usage(ref.log_dir) if ref.log_dir is not None else None
         reported = self._runtime.containers.get(ref.id) if self._runtime is not None else None
         if reported is None:
             return ContainerSnap(ref, stats, logs)

@@ -1,4 +1,5 @@
-"""Disk usage of a directory tree (du): the bytes and inodes behind volume, log and runtime stats.
+"""Disk usage of a directory tree (du): the bytes and inodes behind volume, log and runtime stats;
+and of the files directly in a directory (files_usage), what the kubelet counts as a log's usage.
 
 Bytes are allocated blocks (st_blocks x 512, like du and the kubelet's MetricsDu), inodes are the
 entries walked, the root included; a hard-linked file counts once. The walk never follows
@@ -76,3 +77,26 @@ def _scan(directory: str, device: int, seen: set[tuple[int, int]], stack: list[s
     except OSError:
         pass  # removed or unreadable mid-walk
     return used, count
+
+
+def files_usage(path: Path | str) -> DirUsage | None:
+    """The files directly in the directory at `path`, each as du counts it, the directory itself and
+    its subdirectories left out: the kubelet's container log usage (hostStatsProvider's
+    fileMetricsByDir, a MetricsDu per file), so an empty log is 0 bytes and 1 inode. None when the
+    directory cannot be listed."""
+    try:
+        with os.scandir(path) as listing:
+            entries = list(listing)
+    except OSError:
+        return None
+    used = count = 0
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                continue
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue  # rotated away mid-listing
+        used += st.st_blocks * 512
+        count += 1
+    return DirUsage(used, count)

@@ -2,8 +2,8 @@
 which golden tests replace), and the volume usage cache housekeeping fills.
 
 Volumes are walked every volumeStatsAggPeriod (and a new pod's once, in its first cycle), never
-in a request: a cycle reads their last figures from the cache (a container's log directory,
-small, is walked in every cycle).
+in a request: a cycle reads their last figures from the cache (a container's log files, few, are
+measured in every cycle).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from kubeletapi.stats.du import dir_usage
+from kubeletapi.stats.du import dir_usage, files_usage
 from kubeletapi.stats.fs import FsStats, MountTable, fs_stats
 from kubeletapi.stats.snapshot import FsUsage
 
@@ -32,6 +32,10 @@ class HostFs(Protocol):
         """Bytes and inodes the tree at `path` takes (None: missing, or too large to walk)."""
         ...
 
+    def files_usage(self, path: Path) -> FsUsage | None:
+        """Bytes and inodes of the files directly in the directory `path` (a container's logs)."""
+        ...
+
 
 class OsHostFs:
     def __init__(self, proc_root: Path, now_ns: Callable[[], int]) -> None:
@@ -44,6 +48,10 @@ class OsHostFs:
 
     def usage(self, path: Path) -> FsUsage | None:
         found = dir_usage(path)
+        return None if found is None else FsUsage(found.used, found.inodes, self._now_ns())
+
+    def files_usage(self, path: Path) -> FsUsage | None:
+        found = files_usage(path)
         return None if found is None else FsUsage(found.used, found.inodes, self._now_ns())
 
 

@@ -32,7 +32,7 @@ class MachineInfo:
     memory_capacity: int  # MemTotal, bytes
     swap_capacity: int  # SwapTotal, bytes
     machine_id: str  # /etc/machine-id (or /var/lib/dbus/machine-id); "" when absent
-    system_uuid: str  # /sys/class/dmi/id/product_uuid; "" when absent or unreadable (non-root)
+    system_uuid: str  # cAdvisor's GetSystemUUID: the first of system_uuid_files(); "" when none is readable
     boot_id: str  # /proc/sys/kernel/random/boot_id; "" when absent
     boot_time: int | None  # Unix seconds, /proc/stat btime
     kernel_version: str  # /proc/sys/kernel/osrelease (= uname -r); "" when absent
@@ -64,7 +64,7 @@ def machine_info(
         memory_capacity=memory,
         swap_capacity=swap,
         machine_id=_first_present(etc_root / "machine-id", host / "var/lib/dbus/machine-id"),
-        system_uuid=read_str(sys_root / "class/dmi/id/product_uuid"),
+        system_uuid=_first_present(*system_uuid_files(proc_root, sys_root, etc_root)),
         boot_id=read_str(proc_root / "sys/kernel/random/boot_id"),
         boot_time=boot_time(proc_root),
         kernel_version=read_str(proc_root / "sys/kernel/osrelease"),
@@ -184,9 +184,19 @@ def _online_cpus(sys_root: Path) -> int:
     return count
 
 
+def system_uuid_files(proc_root: Path, sys_root: Path, etc_root: Path) -> tuple[Path, ...]:
+    """Where cAdvisor's sysfs.GetSystemUUID looks, in order: the DMI product UUID (x86, root
+    only), the device tree's system-id and vm,uuid (POWER), then /etc/machine-id (its s390x
+    fallback, which it reads on every architecture: a VM without DMI, like this CI's, reports the
+    machine ID)."""
+    tree = proc_root / "device-tree"
+    return (sys_root / "class/dmi/id/product_uuid", tree / "system-id", tree / "vm,uuid", etc_root / "machine-id")
+
+
 def _first_present(*paths: Path) -> str:
+    """The first readable file's text, stripped of whitespace and NULs (device-tree strings end in one)."""
     for path in paths:
         data = read_optional(path)
         if data is not None:
-            return data.decode(errors="replace").strip()
+            return data.decode(errors="replace").strip().rstrip("\0").strip()
     return ""

@@ -1,8 +1,10 @@
 """The /stats/summary document (stats/v1alpha1) built from a Snapshot, as the kubelet builds it.
 
 Full summary: node (boot time as startTime, CPU, memory, network, rootfs, imagefs, rlimit, swap,
-system containers) and every pod (cgroup CPU/memory/swap, running containers with their logs,
-host network, volumes, ephemeral-storage, process count). The CPU-and-memory variant
+system containers) and every pod with a running container (cgroup CPU/memory/swap, running
+containers with their logs, host network, volumes, ephemeral-storage, process count). A pod
+without one (a crash-looping container waiting in back-off) is left out of both variants, as the
+kubelet's CRI stats provider builds its pods from the running containers' stats. The CPU-and-memory variant
 (only_cpu_and_memory=true, what metrics-server <= 0.5 and /metrics/resource read) keeps node and
 pod CPU, memory and swap, the system containers' CPU and memory, and the root cgroup's start as
 the node startTime.
@@ -10,13 +12,18 @@ the node startTime.
 Values the kubelet derives: memory availableBytes = limit - working set (omitted without a
 limit; the node's limit is its capacity), swapAvailableBytes = swap limit - swap usage,
 usageNanoCores from the last two samples (omitted before the second sample or after a reset).
+
+Pressure (KubeletPSI, on by default since 1.34): every CPU and memory object carries `psi`, and the
+full summary an `io` object (its time and psi) at node, system-container, pod and container level,
+from the cgroup's cpu/memory/io.pressure (cgroup v2); without them (cgroup v1, a process tree, a
+kernel without PSI) all zeros, as the kubelet writes what cAdvisor's zero value holds.
 """
 
 from __future__ import annotations
 
 from kubeletapi.api import stats_v1alpha1 as api
 from kubeletapi.api.gojson import dumps
-from kubeletapi.cgroups.stats import CgroupSample
+from kubeletapi.cgroups.stats import PSI, CgroupSample, PSIData
 from kubeletapi.errors import KubeletError
 from kubeletapi.stats.snapshot import ContainerSnap, FsSample, FsUsage, Observed, PodSnap, Snapshot, VolumeSnap
 
@@ -35,10 +42,11 @@ def full_summary(snap: Snapshot) -> api.Summary:
         node_name=node.name,
         start_time=node.boot_ns,
         system_containers=[
-            _container(s.name, s.start_ns, s.stats) for s in snap.system
+            _container(s.name, s.start_ns, s.stats, with_io=True) for s in snap.system
         ],
         cpu=_cpu(root),
         memory=_memory(root, memory_limit),
+        io=_io(root),
         network=_network(snap),
         fs=_fs(node.rootfs, node.rootfs.stats.used if node.rootfs else None,
                node.rootfs.stats.inodes_used if node.rootfs else None),
@@ -48,7 +56,7 @@ def full_summary(snap: Snapshot) -> api.Summary:
     used = node.imagefs_used
     stats.image_fs = _fs(node.imagefs, used.used if used else None, used.inodes_used if used else None)
     stats.container_fs = stats.image_fs
-    return api.Summary(stats, [_pod(snap, pod) for pod in snap.pods])
+    return api.Summary(stats, [_pod(snap, pod) for pod in snap.pods if pod.workload])
 
 
 def cpu_and_memory_summary(snap: Snapshot) -> api.Summary:
@@ -64,7 +72,7 @@ def cpu_and_memory_summary(snap: Snapshot) -> api.Summary:
         swap=_node_swap(root, snap, snap.node.machine.swap_capacity),
     )
     pods = []
-    for pod in snap.pods:
+    for pod in (p for p in snap.pods if p.workload):
         stats = api.PodStats(
             pod.ref.name, pod.ref.namespace, pod.ref.uid, pod.ref.created_ns,
             containers=[_workload_container(c) for c in pod.workload],
@@ -90,7 +98,26 @@ def _cpu(obs: Observed) -> api.CPUStats | None:
     cpu = obs.cur.cpu
     if cpu is None:
         return None
-    return api.CPUStats(obs.time_ns, usage_nano_cores=obs.cpu_nanocores(), usage_core_nano_seconds=cpu.usage_ns)
+    return api.CPUStats(obs.time_ns, usage_nano_cores=obs.cpu_nanocores(), usage_core_nano_seconds=cpu.usage_ns,
+                        psi=_psi(obs, "cpu"))
+
+
+def _psi(obs: Observed | None, resource: str) -> api.PSIStats:
+    """The cgroup's pressure for cpu, memory or io; zeros where it has none (see above)."""
+    pressure = obs.cur.pressure if obs is not None else None
+    found: PSI = getattr(pressure, resource) if pressure is not None else PSI()
+    return api.PSIStats(_psi_data(found.full), _psi_data(found.some))
+
+
+def _psi_data(data: PSIData) -> api.PSIData:
+    return api.PSIData(data.total_us, data.avg10, data.avg60, data.avg300)
+
+
+def _io(obs: Observed | None) -> api.IOStats | None:
+    """Only for a sample that read something (cAdvisor's: a cgroup with the I/O controller)."""
+    if obs is None or (obs.cur.cpu is None and obs.cur.memory is None):
+        return None
+    return api.IOStats(obs.time_ns, _psi(obs, "io"))
 
 
 def _memory(obs: Observed, limit: int | None) -> api.MemoryStats | None:
@@ -107,6 +134,7 @@ def _memory(obs: Observed, limit: int | None) -> api.MemoryStats | None:
         rss_bytes=mem.rss if mem.rss is not None else None,
         page_faults=mem.container_pgfault if mem.container_pgfault is not None else mem.pgfault,
         major_page_faults=mem.container_pgmajfault if mem.container_pgmajfault is not None else mem.pgmajfault,
+        psi=_psi(obs, "memory"),
     )
 
 
@@ -132,10 +160,11 @@ def _node_swap(root: Observed, snap: Snapshot, capacity: int) -> api.SwapStats |
     return api.SwapStats(root.time_ns, swap_available_bytes=max(0, capacity - usage), swap_usage_bytes=usage)
 
 
-def _container(name: str, start_ns: int, obs: Observed | None) -> api.ContainerStats:
+def _container(name: str, start_ns: int, obs: Observed | None, with_io: bool = False) -> api.ContainerStats:
     out = api.ContainerStats(name, start_ns)
     if obs is not None:
         out.cpu, out.memory, out.swap = _cpu(obs), _memory(obs, None), _swap(obs.cur, None)
+        out.io = _io(obs) if with_io else None
     return out
 
 
@@ -153,7 +182,13 @@ def _figures(item: ContainerSnap | PodSnap) -> tuple[api.CPUStats | None, api.Me
     cgroup = item.stats
     limit = cgroup.cur.spec.memory_limit if cgroup is not None else None
     swap = _swap(cgroup.cur, None) if cgroup is not None else _swap(obs.cur, None)
-    return cpu, _memory(obs, limit), swap
+    memory = _memory(obs, limit)
+    if cgroup is not None:  # a runtime's report has no pressure: the cgroup's (as cAdvisor's in the kubelet)
+        if cpu is not None:
+            cpu.psi = _psi(cgroup, "cpu")
+        if memory is not None:
+            memory.psi = _psi(cgroup, "memory")
+    return cpu, memory, swap
 
 
 def _workload_container(c: ContainerSnap) -> api.ContainerStats:
@@ -203,6 +238,7 @@ def _pod(snap: Snapshot, pod: PodSnap) -> api.PodStats:
     out = api.PodStats(ref.name, ref.namespace, ref.uid, ref.created_ns)
     out.containers = [_full_container(snap, c) for c in pod.workload]
     out.cpu, out.memory, out.swap = _figures(pod)
+    out.io = _io(pod.stats or pod.usage)
     out.network = _network(snap)
     ordered = sorted(pod.volumes, key=lambda v: not _is_ephemeral(v))  # ephemeral first, stable
     volumes = [(v, _usage_fs(v.fs, v.usage)) for v in ordered]
@@ -214,6 +250,7 @@ def _pod(snap: Snapshot, pod: PodSnap) -> api.PodStats:
 
 def _full_container(snap: Snapshot, c: ContainerSnap) -> api.ContainerStats:
     out = _workload_container(c)
+    out.io = _io(c.stats or c.usage)
     if c.rootfs is not None:
         out.rootfs = _usage_fs(snap.node.imagefs, c.rootfs)
     out.logs = _usage_fs(snap.node.logsfs, c.logs)

@@ -32,6 +32,8 @@ from kubeletapi.cgroups import (
     detect,
     new_reader,
 )
+from kubeletapi.cgroups.read_v2 import parse_psi
+from kubeletapi.cgroups.stats import PSI, PSIData
 from kubeletapi.errors import InvalidInput, Unavailable
 from tests.cgroups import CGROUP_MOUNTS, TESTDATA, copy_tree
 
@@ -384,3 +386,10 @@ def test_unreadable_file_is_an_error_naming_it(tmp_path: Path) -> None:
 
     with pytest.raises(Unavailable, match=r"read .*/memory\.stat: \[Errno 13\]"):
         new_reader(detect(TESTDATA / "v2"), DeniedFs()).sample(CTR, 0)
+
+
+def test_pressure_files_parse_as_the_kernel_writes_them() -> None:
+    text = b"some avg10=1.50 avg60=0.25 avg300=0.00 total=123456\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=789\n"
+    assert parse_psi(text) == PSI(some=PSIData(123456, 1.5, 0.25, 0.0), full=PSIData(789))
+    assert parse_psi(b"some avg10=0.00 avg60=0.00 avg300=0.00 total=5\n") == PSI(some=PSIData(5))  # no full line
+    assert parse_psi(None) is None

@@ -119,13 +119,18 @@ class RealKubelet:
             "imageGCHighThresholdPercent": 100,
             "imageGCLowThresholdPercent": 99,
             "serializeImagePulls": False,
+            # volume stats within the oracle's life (the default, 1m, jittered up to 2m, is longer)
+            "volumeStatsAggPeriod": "2s",
             **self.extra_config,
         }
 
     def args(self) -> list[str]:
         return ["--config", str(self.work / "kubelet.yaml"), "--root-dir", str(self.root_dir),
                 "--cert-dir", str(self.work / "pki"), "--hostname-override", NODE_NAME,
-                "--v", "2"]
+                "--v", "2",
+                # cAdvisor's own containerd client (deprecated flag, default /run/containerd/containerd.sock):
+                # without it cAdvisor sees the private containerd's containers as bare cgroups, unlabelled
+                "--containerd", self.endpoint.removeprefix("unix://")]
 
     def start(self) -> None:
         for d in (self.root_dir, self.logs_dir, self.work / "pki"):

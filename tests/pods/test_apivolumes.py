@@ -215,3 +215,20 @@ def test_references_are_registered_and_forgotten(tmp_path: Path) -> None:
     asyncio.run(s.volumes.teardown("uid-1"))
     assert s.configmaps.refs == {} and s.secrets.refs == {} and s.tokens.forgotten == ["uid-1"]
     assert not (tmp_path / "pods/uid-1").exists()
+
+
+def test_volume_counts_by_plugin_desired_and_actual(tmp_path: Path) -> None:
+    """volume_manager_total_volumes' figures: every volume the pod asks for is desired, those set up
+    are actual (the kubelet's desired and actual states of the world); teardown forgets both."""
+    s = Setup(tmp_path, standalone=True)
+    with pytest.raises(VolumeError):
+        s.setup(pod({"name": "scratch", "emptyDir": {}}, {"name": "host", "hostPath": {"path": str(tmp_path)}},
+                    KUBE_API_ACCESS))
+    desired, actual = "desired_state_of_world", "actual_state_of_world"
+    assert s.volumes.counts() == {
+        ("kubernetes.io/empty-dir", desired): 1, ("kubernetes.io/empty-dir", actual): 1,
+        ("kubernetes.io/host-path", desired): 1, ("kubernetes.io/host-path", actual): 1,
+        ("kubernetes.io/projected", desired): 1,  # no API server: never set up
+    }
+    asyncio.run(s.volumes.teardown("uid-1"))
+    assert s.volumes.counts() == {}

@@ -125,10 +125,10 @@ def test_metrics(agent: Agent) -> None:
         response = client.get(agent.url(path="/metrics"))
         with client.stream("GET", agent.url(path="/metrics"), headers={"Accept-Encoding": "gzip"}) as zipped:
             raw = b"".join(zipped.iter_raw())
-    assert response.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
+    assert response.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8; escaping=underscores"
     text = response.text
     assert "_created" not in text
-    assert 'kubelet_node_name{node="testnode"} 1.0' in text
+    assert 'kubelet_node_name{node="testnode"} 1\n' in text  # Go's number form, as the kubelet writes it
     assert http_sample(3.0, "healthz") in text
     assert http_sample(1.0, "other") in text
     assert "# HELP kubelet_http_requests_total [ALPHA] Number of the http requests received since the server started" \

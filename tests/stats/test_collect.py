@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from kubeletapi.stats.collect import Collector, CollectorConfig, own_start_ns
-from kubeletapi.stats.du import dir_usage
+from kubeletapi.stats.du import DirUsage, dir_usage, files_usage
 from kubeletapi.stats.inventory import ContainerRef, PodRef
 from kubeletapi.stats.snapshot import SampleSource
 from kubeletapi.stats.summary import encode, full_summary
@@ -75,3 +75,16 @@ def test_dir_usage_counts_blocks_and_inodes_and_stops_on_huge_trees(tmp_path: Pa
     assert usage.used >= 10000
     assert dir_usage(tmp_path, max_entries=2) is None
     assert dir_usage(tmp_path / "missing") is None
+
+
+def test_files_usage_counts_the_files_of_a_log_directory_only(tmp_path: Path) -> None:
+    """As the kubelet's container log stats: an empty log is 0 bytes and 1 inode; the directory
+    itself and subdirectories are not counted."""
+    (tmp_path / "0.log").write_bytes(b"")
+    assert files_usage(tmp_path) == DirUsage(0, 1)
+    (tmp_path / "1.log").write_bytes(b"x" * 10000)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "f").write_bytes(b"y" * 10000)
+    usage = files_usage(tmp_path)
+    assert usage is not None and usage.inodes == 2 and 10000 <= usage.used < 20000
+    assert files_usage(tmp_path / "missing") is None

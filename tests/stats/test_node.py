@@ -440,3 +440,12 @@ def test_live_process_tree_of_a_shell_with_two_sleeping_children() -> None:
                 os.kill(pid, signal.SIGKILL)
         shell.kill()
         shell.wait(timeout=10)
+
+
+def test_system_uuid_falls_back_as_cadvisor_does(tmp_path: Path) -> None:
+    """No DMI (a VM like the CI's): the device tree's system-id (NUL-terminated), else /etc/machine-id."""
+    root = write_tree(tmp_path, {"proc/meminfo": "MemTotal: 2048 kB\n", "etc/machine-id": "3d1219c7\n"})
+    assert machine_info(root / "proc", root / "sys", root / "etc").system_uuid == "3d1219c7"
+    (root / "proc/device-tree").mkdir()
+    (root / "proc/device-tree/system-id").write_bytes(b"IBM,0123\x00")
+    assert machine_info(root / "proc", root / "sys", root / "etc").system_uuid == "IBM,0123"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kubeletapi.cgroups.stats import CgroupSample, CpuStats
+from kubeletapi.cgroups.stats import PSI, CgroupSample, CpuStats, Pressure, PSIData
 from kubeletapi.clock import FakeClock
 from kubeletapi.stats.snapshot import Observed, Snapshot
 from kubeletapi.stats.summary import SummaryError, cpu_and_memory_summary, encode, full_summary
@@ -70,7 +70,7 @@ def test_encoding_rules(cycles: tuple[Snapshot, Snapshot]) -> None:
     network = doc["node"]["network"]
     assert network["name"] == "eth0" and network["rxBytes"] == 245618870  # eth0 flattened beside time
     assert [i["name"] for i in network["interfaces"]] == ["eth0", "eth1"]  # lo left out, as cAdvisor does
-    assert set(pod) == {"podRef", "startTime", "containers", "cpu", "memory", "network", "volume",
+    assert set(pod) == {"podRef", "startTime", "containers", "cpu", "memory", "io", "network", "volume",
                         "ephemeral-storage", "process_stats", "swap"}
     assert pod["process_stats"] == {"process_count": 2}
     assert list(doc["node"]["runtime"]) == ["imageFs", "containerFs"]
@@ -147,7 +147,46 @@ def test_unreadable_rootfs_fails_the_full_summary_only(cycles: tuple[Snapshot, S
 
 def test_pods_and_containers_are_always_arrays(cycles: tuple[Snapshot, Snapshot]) -> None:
     _, snap = cycles
-    empty = dataclasses.replace(snap, pods=(dataclasses.replace(snap.pods[0], containers=()),))
-    doc = wire(empty)
-    assert doc["pods"][0]["containers"] == []
+    assert isinstance(wire(snap)["pods"][0]["containers"], list)
     assert json.loads(encode(full_summary(dataclasses.replace(snap, pods=()))))["pods"] == []
+
+
+def test_a_pod_without_a_running_container_is_left_out(cycles: tuple[Snapshot, Snapshot]) -> None:
+    """The kubelet (its CRI stats provider, seen by tests/oracle) lists a pod by its running
+    containers' stats: a crash-looper waiting in back-off is in neither summary. (This test said
+    `containers: []` for such a pod before the oracle compared the two.)"""
+    _, snap = cycles
+    empty = dataclasses.replace(snap, pods=(dataclasses.replace(snap.pods[0], containers=()),))
+    assert wire(empty)["pods"] == []
+    assert cpu_and_memory_summary(empty).pods == []
+
+
+ZERO_PSI = {"full": {"total": 0, "avg10": 0, "avg60": 0, "avg300": 0},
+            "some": {"total": 0, "avg10": 0, "avg60": 0, "avg300": 0}}
+
+
+def test_pressure_where_the_kubelet_writes_it(cycles: tuple[Snapshot, Snapshot]) -> None:
+    """psi on every CPU and memory object, an io object (time, psi) in the full summary at every
+    level; zeros without pressure files (cgroup v1), the cgroup's figures with them."""
+    _, snap = cycles
+    doc = wire(snap)
+    node, pod = doc["node"], doc["pods"][0]
+    container, kubelet = pod["containers"][0], doc["node"]["systemContainers"][0]
+    for level in (node, pod, container, kubelet):
+        assert level["cpu"]["psi"] == ZERO_PSI and level["memory"]["psi"] == ZERO_PSI
+        assert level["io"] == {"time": level["cpu"]["time"], "psi": ZERO_PSI}
+    assert list(node)[:7] == ["nodeName", "systemContainers", "startTime", "cpu", "memory", "io", "network"]
+    assert list(container)[:5] == ["name", "startTime", "cpu", "memory", "io"]
+    assert "io" not in doc["node"]["systemContainers"][-1]  # nothing read: no io either
+    light = json.loads(encode(cpu_and_memory_summary(snap)))
+    assert "io" not in light["node"] and light["node"]["cpu"]["psi"] == ZERO_PSI
+    assert "io" not in light["pods"][0] and light["pods"][0]["memory"]["psi"] == ZERO_PSI
+
+    stalled = Pressure(cpu=PSI(some=PSIData(1500, 0.5, 0.25, 0.0), full=PSIData(700, 0.125, 0.0, 0.0)))
+    pod_snap = snap.pods[0]
+    assert pod_snap.stats is not None
+    pressed = dataclasses.replace(pod_snap, stats=dataclasses.replace(
+        pod_snap.stats, cur=dataclasses.replace(pod_snap.stats.cur, pressure=stalled)))
+    psi = wire(dataclasses.replace(snap, pods=(pressed,)))["pods"][0]["cpu"]["psi"]
+    assert psi == {"full": {"total": 700, "avg10": 0.125, "avg60": 0, "avg300": 0},
+                   "some": {"total": 1500, "avg10": 0.5, "avg60": 0.25, "avg300": 0}}
