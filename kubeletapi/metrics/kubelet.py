@@ -9,6 +9,7 @@ from collections.abc import Callable
 from prometheus_client import CollectorRegistry, ProcessCollector
 
 from kubeletapi import __version__
+from kubeletapi.metrics.process import ProcessExtrasCollector
 from kubeletapi.metrics.spec import MetricSpec, counter, gauge, histogram
 
 HTTP_LABELS = ("method", "path", "server_type", "long_running")
@@ -56,6 +57,7 @@ class KubeletMetrics:
 
     def __init__(self, registry: CollectorRegistry, node_name: str, cert_ttl: Callable[[], float]) -> None:
         ProcessCollector(registry=registry)
+        registry.register(ProcessExtrasCollector())  # client_golang's three more
         gauge(NODE_NAME, registry).labels(node=node_name).set(1)
         major, minor = __version__.split(".")[:2]
         gauge(BUILD_INFO, registry).labels(
