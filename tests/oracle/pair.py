@@ -75,7 +75,7 @@ def settled(side: Side) -> bool:
     """Every pod in its steady state: all Running and Ready but the crasher, which has restarted at
     least once and waits in CrashLoopBackOff; the logger has logged."""
     try:
-        items = side.json("/pods")["items"]
+        items = side.json("/pods")["items"] or []  # the kubelet's is null until it has a pod
     except (httpx.HTTPError, AssertionError):
         return False
     by_name = {p["metadata"]["name"].removesuffix("-testnode"): p for p in items}
