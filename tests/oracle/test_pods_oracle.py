@@ -63,8 +63,12 @@ def crasher(pods: Any) -> tuple[Any, ...]:
 
 
 def in_step(pair: Pair, path: str) -> tuple[Any, Any]:
-    """Both nodes' answers once their crash-loopers are at the same restart, both waiting (they
-    started a fraction of a second apart, so at most one back-off away)."""
+    """Both nodes' answers once their crash-loopers are at the same restart in the same state.
+    Their timelines differ (seen side by side): after an exit the kubelet shows the container
+    `terminated` until its pod worker's next sync (about 10 s) and only then CrashLoopBackOff,
+    restarting at that sync after the back-off; kubeletapi shows CrashLoopBackOff at once and
+    restarts when the back-off ends. So the two agree in windows of 10 s and more between
+    restarts, a few seconds to half a minute apart."""
     deadline = time.monotonic() + CRASHER_WAIT_S
     while True:
         real, ours = pair.kubelet.json(path), pair.ours.json(path)
