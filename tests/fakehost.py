@@ -98,7 +98,7 @@ def _stats_metrics(endpoint: str, gzipped: bool) -> bytes:
 
 
 async def _logs(namespace: str, pod: str, container: str, opts: PodLogOptions) -> AsyncIterator[bytes]:
-    raise NotFound(f'pod "{pod}" does not exist\n')  # the agent's answer for an unknown pod
+    raise NotFound(f'pod "{pod}" does not exist')  # the agent's answer for an unknown pod
 
 
 async def _run(namespace: str, pod: str, uid: str | None, container: str, cmd: Sequence[str]) -> bytes:

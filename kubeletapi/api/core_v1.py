@@ -166,7 +166,8 @@ def _opaque_errors_in(target: tuple[str, type[WireModel]], value: Any, path: str
 
 
 class ObjectMeta(WireModel):
-    _always = frozenset({"creation_timestamp"})
+    # creationTimestamp is `omitempty,omitzero` since apimachinery 0.34: a pod without one (a static
+    # pod, /runningpods) leaves it out, as the 1.34 kubelet does (the oracle compares them).
     _opaque = {"ownerReferences": "OwnerReference", "managedFields": "ManagedFieldsEntry"}
 
     name: str = ""

@@ -82,8 +82,23 @@ def validate(cfg: KubeletConfiguration, opts: NodeOptions, origin: Origin | None
 
 
 def redacted(cfg: KubeletConfiguration) -> dict[str, Any]:
-    """The wire form with secret material removed (header values may carry credentials)."""
+    """The wire form with secret material removed (header values may carry credentials), as the
+    kubelet's /configz shows it: its internal configuration converted back to v1beta1, where a
+    pointer the internal type holds as a plain value is never nil (enableSystemLogQuery: false)."""
     wire = cfg.to_wire()
+    if "enableSystemLogQuery" not in wire:
+        wire = _inserted_after(wire, "enableSystemLogHandler", "enableSystemLogQuery", False)
     if "staticPodURLHeader" in wire:
         wire["staticPodURLHeader"] = {k: [REDACTED for _ in v] for k, v in wire["staticPodURLHeader"].items()}
     return wire
+
+
+def _inserted_after(wire: dict[str, Any], anchor: str, key: str, value: Any) -> dict[str, Any]:
+    """`wire` with `key` right after `anchor` (the v1beta1 field order), or last without it."""
+    out: dict[str, Any] = {}
+    for name, item in wire.items():
+        out[name] = item
+        if name == anchor:
+            out[key] = value
+    out.setdefault(key, value)
+    return out

@@ -137,7 +137,7 @@ class Kubelet:
         return PodList(items=self._pods().manager.pods()).to_wire()
 
     def running_pods(self) -> Mapping[str, Any]:
-        return self._pods().queries.running_pods().to_wire()
+        return self._pods().queries.running_pods()
 
     def manifests(self) -> Mapping[str, Any]:
         return {"items": [r.to_wire() for r in self._pods().manager.manifests()]}

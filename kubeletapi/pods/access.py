@@ -39,9 +39,9 @@ class ContainerAccess:
     def _pod(self, namespace: str, pod_name: str, container: str) -> Pod:
         pod = self._queries.find(namespace, pod_name)
         if pod is None:
-            raise NotFound(f'pod "{pod_name}" does not exist\n')
+            raise NotFound(f'pod "{pod_name}" does not exist')
         if container not in {c.name for c in pod.spec.all_containers()}:
-            raise NotFound(f'container "{container}" not found in pod "{pod_name}"\n')
+            raise NotFound(f'container "{container}" not found in pod "{pod_name}"')
         return pod
 
     async def logs(self, namespace: str, pod_name: str, container: str, opts: PodLogOptions) -> AsyncIterator[bytes]:

@@ -8,7 +8,7 @@ after its own changes), so a container that /pods shows running is found here.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from kubeletapi.api.core_v1 import Container, ObjectMeta, Pod, PodList, PodSpec
 from kubeletapi.pods.podcache import PodCache, PodRecord
@@ -48,16 +48,23 @@ class PodQueries:
         ready = [s for s in self._record(uid).sandboxes if s.state is rt.SandboxState.READY]
         return max(ready, key=lambda s: s.created_at) if ready else None
 
-    def running_pods(self) -> PodList:
-        """Pods as the runtime sees them: metadata and running containers' name and image."""
+    def running_pods(self) -> dict[str, Any]:
+        """The v1 PodList of the runtime's pods, as the kubelet's GetRunningPods: every pod with a
+        ready sandbox or a running container; of its containers, the running ones' name and image
+        as the runtime lists it (containerd: the image ID); `containers: null` when none runs."""
         items = []
         for uid, record in sorted(self._cache.items()):
             running = [c for c in record.containers if c.state is rt.ContainerState.RUNNING]
-            if not running:
+            ready = [s for s in record.sandboxes if s.state is rt.SandboxState.READY]
+            if not running and not ready:
                 continue
-            meta = record.sandboxes[0].meta if record.sandboxes else rt.PodMeta("", "", uid)
-            items.append(Pod(
+            sandboxes = ready or list(record.sandboxes)
+            meta = sandboxes[0].meta if sandboxes else rt.PodMeta("", "", uid)
+            pod = Pod(
                 metadata=ObjectMeta(name=meta.name, namespace=meta.namespace, uid=uid),
-                spec=PodSpec(containers=[Container(name=c.name, image=c.image) for c in running]),
-            ))
-        return PodList(items=items)
+                spec=PodSpec(containers=[Container(name=c.name, image=c.image_ref or c.image) for c in running]),
+            ).to_wire()
+            if not running:
+                pod["spec"]["containers"] = None
+            items.append(pod)
+        return {**PodList().to_wire(), "items": items}

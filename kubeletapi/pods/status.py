@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from kubeletapi.api.core_v1 import (
     Container,
@@ -105,14 +105,33 @@ def _terminated(s: rt.ContainerStatus, scheme: str, probes: ProbeView) -> Contai
 _NO_PROBES = ProbeView()
 
 
+def mount_statuses(spec: Container) -> list[dict[str, Any]]:
+    """status.volumeMounts (RecursiveReadOnlyMounts, on since 1.33): each of the spec's mounts; a
+    read-only one says whether it is recursively read-only (only when asked as Enabled here:
+    IfPossible resolves to Disabled, as for a runtime handler that does not announce support)."""
+    out: list[dict[str, Any]] = []
+    for mount in spec.volume_mounts:
+        item: dict[str, Any] = {"name": mount.name, "mountPath": mount.mount_path}
+        if mount.read_only:
+            item["readOnly"] = True
+            item["recursiveReadOnly"] = "Enabled" if mount.recursive_read_only == "Enabled" else "Disabled"
+        out.append(item)
+    return out
+
+
 def container_status(
     spec: Container, view: PodView, waiting: tuple[str, str] | None, scheme: str = CONTAINER_ID_SCHEME,
     probes: ProbeView = _NO_PROBES,
 ) -> ContainerStatus:
     latest, previous = view.latest(spec.name), view.previous(spec.name)
-    status = ContainerStatus(name=spec.name, image=spec.image, image_id="", ready=False, restart_count=0)
+    status = ContainerStatus(name=spec.name, image=spec.image, image_id="", ready=False, restart_count=0,
+                             volume_mounts=mount_statuses(spec))
     if latest is not None:
         status.image_id = latest.image_ref  # the runtime's image reference ("" for the process runtime)
+        # InPlacePodVerticalScaling (on since 1.33): the allocated resources, i.e. the spec's here
+        # (no resize is ever applied), reported once the runtime has the container.
+        status.resources = spec.resources.model_copy(deep=True)
+        status.allocated_resources = dict(spec.resources.requests)
     if latest is None:
         reason, message = waiting or ("ContainerCreating", "")
         status.state = ContainerState(waiting=ContainerStateWaiting(reason=reason, message=message))

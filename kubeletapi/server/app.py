@@ -21,7 +21,7 @@ from kubeletapi.health import PingCheck
 from kubeletapi.metrics.kubelet import KubeletMetrics
 from kubeletapi.server import errors
 from kubeletapi.server.asgi import not_found
-from kubeletapi.server.auth import AuthMiddleware, RouteTable, Security
+from kubeletapi.server.auth import AuthMiddleware, Resolved, RouteTable, Security, resolve
 from kubeletapi.server.host import Host
 from kubeletapi.server.instrumentation import (
     AUTH_NOT_REQUIRED_BUCKETS,
@@ -31,6 +31,7 @@ from kubeletapi.server.instrumentation import (
 )
 from kubeletapi.server.listenerdoc import Listener, listener_document
 from kubeletapi.server.proxy_alias import ProxyAliasMiddleware
+from kubeletapi.server.restful import page_not_found, redirect
 from kubeletapi.server.routes import configz, debug_disabled, exec, healthz, logs, metrics, openapi, pods, run, stats
 
 Role = Literal["secure", "readonly"]
@@ -99,9 +100,9 @@ def create_app(
     if role == "secure":
         if security is None:
             raise ValueError("the secure listener needs authentication and authorization")
-        inner = AuthMiddleware(app, security, app.routes)
+        inner = AuthMiddleware(app, security, app.routes, debugging)
     else:
-        inner = _NotFoundFirst(app)
+        inner = _NotFoundFirst(app, debugging=False)
     server_type = "readwrite" if role == "secure" else "readonly"
     instrumented = InstrumentationMiddleware(inner, metrics_, server_type, buckets)
     return ProxyAliasMiddleware(instrumented, host.node_name)
@@ -111,18 +112,33 @@ def create_healthz_app(host: Host) -> ASGIApp:
     """The healthz listener: only the ping check, as the kubelet's port 10248."""
     app = _base_app(host, "healthz")
     healthz.install(app, [PingCheck()])
-    return _NotFoundFirst(app)
+    return _NotFoundFirst(app, healthz_only=True)
 
 
 class _NotFoundFirst:
-    """Unknown paths get Go's `404 page not found` (what the auth middleware does on 10250)."""
+    """Unknown paths get Go's `404 page not found`, paths under a WebService go-restful's, bare
+    paths the mux redirects a 307 (what the auth middleware does on 10250, without the auth). The
+    healthz listener has no WebService: only Go's 404."""
 
-    def __init__(self, app: FastAPI) -> None:
+    def __init__(self, app: FastAPI, debugging: bool = False, healthz_only: bool = False) -> None:
         self.app = app
         self._table = RouteTable(app.routes)
+        self._debugging = debugging
+        self._healthz_only = healthz_only
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] in ("http", "websocket") and self._table.lookup(scope) is None:
-            await not_found(scope, receive, send)
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        if self._healthz_only:
+            resolved = Resolved(subresources=self._table.lookup(scope))
+        else:
+            resolved = resolve(self._table, scope, self._debugging)
+        if resolved.redirect is not None:
+            await redirect(scope, receive, send, resolved.redirect)
+        elif resolved.subresources is None:
+            await not_found(scope, receive, send)
+        elif resolved.restful_not_found:
+            await page_not_found(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)

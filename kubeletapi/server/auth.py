@@ -1,7 +1,9 @@
 """The secure listener's filter: route lookup, authentication, authorization (kubelet order).
 
 1. A path that matches no route gets Go's ServeMux answer, `404 page not found`, before any
-   authentication (as on the real kubelet, whose mux answers unknown paths first).
+   authentication (as on the real kubelet, whose mux answers unknown paths first), unless it is
+   under one of the kubelet's go-restful WebServices (server/restful.py): then go-restful's 404
+   after authentication and authorization; a bare path the mux redirects is redirected first.
 2. Authentication failure: 401 `Unauthorized`.
 3. Authorization tries the route's declared subresources in order; an authorizer error gives
    500 `Authorization error (...)`, a refusal 403 `Forbidden (user=..., subresource(s)=[...])`.
@@ -23,6 +25,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from kubeletapi.server.asgi import header, not_found, send_plain
 from kubeletapi.server.authn import AuthenticationError, Credentials, RequestAuthenticator
 from kubeletapi.server.authz import AuthorizationError, Authorizer, authorize_request, subresources_for_path
+from kubeletapi.server.restful import page_not_found, redirect, redirected, web_service_root
 from kubeletapi.server.routing import route_subresources
 
 log = logging.getLogger(__name__)
@@ -57,6 +60,34 @@ class RouteTable:
                 # An undeclared route still gets the kubelet's path mapping (never less strict).
                 return subresources or subresources_for_path(scope["path"])
         return None
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """Where the kubelet's mux sends a request: a redirect, a route (its subresources), go-restful's
+    404 after the filters (subresources of the path), or Go's 404 before them (nothing set)."""
+
+    redirect: str | None = None
+    subresources: tuple[str, ...] | None = None
+    restful_not_found: bool = False
+
+
+def resolve(table: RouteTable, scope: Scope, debugging: bool) -> Resolved:
+    """Resolve a request as the kubelet's mux and go-restful would (server/restful.py); a trailing
+    slash go-restful ignores is taken off scope["path"] when that finds the route."""
+    path = scope["path"]
+    if (target := redirected(path, debugging)) is not None:
+        return Resolved(redirect=target)
+    if (found := table.lookup(scope)) is not None:
+        return Resolved(subresources=found)
+    if web_service_root(path, debugging) is None:
+        return Resolved()
+    bare = path.rstrip("/")
+    if bare != path and (found := table.lookup({**scope, "path": bare})) is not None:
+        scope["path"] = bare
+        scope["raw_path"] = bare.encode()
+        return Resolved(subresources=found)
+    return Resolved(subresources=subresources_for_path(path), restful_not_found=True)
 
 
 def bearer_token(scope: Scope) -> str | None:
@@ -121,16 +152,21 @@ def credentials(scope: Scope) -> Credentials:
 class AuthMiddleware:
     """ASGI middleware enforcing authentication and authorization on every request."""
 
-    def __init__(self, app: ASGIApp, security: Security, routes: Sequence[BaseRoute]) -> None:
+    def __init__(self, app: ASGIApp, security: Security, routes: Sequence[BaseRoute], debugging: bool = True) -> None:
         self.app = app
         self._security = security
         self._table = RouteTable(routes)
+        self._debugging = debugging
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        subresources = self._table.lookup(scope)
+        resolved = resolve(self._table, scope, self._debugging)
+        if resolved.redirect is not None:
+            await redirect(scope, receive, send, resolved.redirect)
+            return
+        subresources = resolved.subresources
         if subresources is None:
             await not_found(scope, receive, send)
             return
@@ -160,6 +196,9 @@ class AuthMiddleware:
             msg = f"Forbidden (user={user.name}, verb={verb}, resource=nodes, subresource(s)=[{listed}])\n"
             log.debug("%s", msg.strip())
             await send_plain(scope, receive, send, 403, msg.encode())
+            return
+        if resolved.restful_not_found:
+            await page_not_found(scope, receive, send)
             return
         scope["user"] = user
         # Handlers never see the bearer token (k8s deletes the header after authenticating).

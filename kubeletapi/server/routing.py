@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ClassVar
 
+from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from starlette.routing import BaseRoute, Match
 from starlette.types import Receive, Scope, Send
@@ -17,6 +18,17 @@ AUTHZ_KEY = "x-kubelet-authz"
 # Go's ServeMux and go-restful handlers that do not check the method accept any method: these are
 # the ones an OpenAPI document can name (an extension method such as QUERY gets a 405).
 ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"]
+
+
+def add_any_method_route(app: FastAPI, path: str, handler: Callable[..., Any], name: str, tag: str,
+                         **doc: Any) -> None:
+    """A path a Go mux handler serves (healthz, metrics, configz): it takes any method alike, so one
+    route per method, each its own operation; GET's is the one described."""
+    for method in ALL_METHODS:
+        suffix = "" if method == "GET" else f"_{method.lower()}"
+        summary = None if method == "GET" else f"Same as GET {path} (any method is served alike)"
+        app.add_api_route(path, handler, methods=[method], name=name + suffix, operation_id=f"{name}_{method.lower()}",
+                          summary=summary, tags=[tag], **doc)
 
 
 def authz(*subresources: str) -> dict[str, Any]:

@@ -377,14 +377,14 @@ def test_invalid_options_are_422(node: Node, query: str) -> None:
 @pytest.mark.parametrize(
     ("namespace", "pod", "name", "query", "status", "body"),
     [
-        pytest.param("default", "nope", "static", "", 404, 'pod "nope" does not exist\n', id="unknown-pod"),
-        pytest.param("kube-system", LOGS, "static", "", 404, f'pod "{LOGS}" does not exist\n',
+        pytest.param("default", "nope", "static", "", 404, 'pod "nope" does not exist', id="unknown-pod"),
+        pytest.param("kube-system", LOGS, "static", "", 404, f'pod "{LOGS}" does not exist',
                      id="pod-in-another-namespace"),
-        pytest.param("default", LOGS, "nope", "", 404, f'container "nope" not found in pod "{LOGS}"\n',
+        pytest.param("default", LOGS, "nope", "", 404, f'container "nope" not found in pod "{LOGS}"',
                      id="unknown-container"),
         pytest.param("default", "nope", "static", "tailLines=abc", 400, UNDECODABLE, id="decoding-before-lookup"),
         pytest.param("default", "nope", "static", "limitBytes=0", 422, INVALID, id="validation-before-lookup"),
-        pytest.param("default", "nope", "static", "stream=Stdout", 404, 'pod "nope" does not exist\n',
+        pytest.param("default", "nope", "static", "stream=Stdout", 404, 'pod "nope" does not exist',
                      id="lookup-before-stream-gate"),
         pytest.param("default", LOGS, "static", "stream=Stdout", 400,
                      'unable to return the given log stream: "Stdout". '

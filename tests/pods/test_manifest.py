@@ -902,7 +902,7 @@ spec:
 """
 
 MINIMAL_WIRE = (
-    '{"metadata":{"name":"web","namespace":"kube-system","creationTimestamp":null},"spec":{"volumes":['
+    '{"metadata":{"name":"web","namespace":"kube-system"},"spec":{"volumes":['
     '{"name":"data","emptyDir":{}},{"name":"logs","hostPath":{"path":"/var/log/web","type":""}},'
     '{"name":"token","projected":{"sources":[{"serviceAccountToken":{"audience":"api","expirationSeconds":3600,'
     '"path":"token"}}],"defaultMode":420}},{"name":"cfg","configMap":{"name":"cfg","defaultMode":420,"optional":true}}],'

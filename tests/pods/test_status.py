@@ -18,6 +18,8 @@ from kubeletapi.api.core_v1 import (
     Pod,
     PodCondition,
     PodStatus,
+    ResourceRequirements,
+    VolumeMount,
 )
 from kubeletapi.pods.status import PodView, conditions, container_status, phase, pod_status, rejected_status
 from kubeletapi.runtime import types as rt
@@ -258,8 +260,29 @@ def test_container_status(
 ) -> None:
     view = PodView.of([sandbox()], instances)
     if "containerID" in expected:  # once an instance exists, imageID is the runtime's image ref
-        expected = {**expected, "imageID": IMAGE_REF}
+        expected = {**expected, "imageID": IMAGE_REF, "resources": {}}  # and the (empty) allocated resources
     assert container_status(APP, view, waiting).to_wire() == expected
+
+
+def test_container_status_resources_and_volume_mounts_as_the_kubelet() -> None:
+    """As the 1.34 kubelet (the oracle's): allocatedResources (the requests) and resources once the
+    runtime has an instance; volumeMounts always, a read-only one with its recursive mode."""
+    limits, requests = {"cpu": "200m", "memory": "64Mi"}, {"cpu": "100m", "memory": "32Mi"}
+    resources = ResourceRequirements(limits=limits, requests=requests)
+    mounts = [VolumeMount(name="data", mount_path="/data"),
+              VolumeMount(name="cfg", mount_path="/cfg", read_only=True),
+              VolumeMount(name="ro", mount_path="/ro", read_only=True, recursive_read_only="Enabled")]
+    spec = Container(name="app", image="nginx:1.25", resources=resources, volume_mounts=mounts)
+    wire_mounts = [{"name": "data", "mountPath": "/data"},
+                   {"name": "cfg", "mountPath": "/cfg", "readOnly": True, "recursiveReadOnly": "Disabled"},
+                   {"name": "ro", "mountPath": "/ro", "readOnly": True, "recursiveReadOnly": "Enabled"}]
+    waiting = container_status(spec, PodView.of([sandbox()], []), None).to_wire()
+    assert waiting["volumeMounts"] == wire_mounts
+    assert "resources" not in waiting and "allocatedResources" not in waiting
+    ran = container_status(spec, PodView.of([sandbox()], [running()]), None).to_wire()
+    assert ran["allocatedResources"] == requests
+    assert ran["resources"] == {"limits": limits, "requests": requests}
+    assert ran["volumeMounts"] == wire_mounts
 
 
 def test_container_status_scheme_and_other_containers_ignored() -> None:

@@ -70,7 +70,7 @@ def test_the_summary_and_its_form() -> None:
 @pytest.mark.parametrize(
     ("error", "status"),
     [
-        (NotFound('pod "web" does not exist\n'), 404),
+        (NotFound('pod "web" does not exist'), 404),
         (InvalidInput('container "c" in pod "web" is waiting to start'), 400),
         (Unavailable("the log file is gone"), 400),
     ],

@@ -56,4 +56,4 @@ def test_defaults_are_a_node_without_pods() -> None:
             refused.append(str(caught.value))
         return refused
 
-    assert asyncio.run(lookups()) == ['pod "p" does not exist\n', *["pod does not exist"] * 3]
+    assert asyncio.run(lookups()) == ['pod "p" does not exist', *["pod does not exist"] * 3]

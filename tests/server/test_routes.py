@@ -116,11 +116,22 @@ def test_unknown_paths_404_before_authentication(node: FakeNode) -> None:
 
 def test_wrong_method_is_authenticated_then_405(node: FakeNode) -> None:
     with node.client() as client:
-        assert client.post(node.url(path="/metrics")).status_code == 401
+        assert client.post(node.url(path="/pods")).status_code == 401
     with node.admin() as client:
-        response = client.post(node.url(path="/metrics"))
+        response = client.post(node.url(path="/pods"))
     assert (response.status_code, response.text) == (405, "405: Method Not Allowed")
     assert response.headers["allow"] == "GET"
+
+
+@pytest.mark.parametrize("path", ["/metrics", "/metrics/cadvisor", "/metrics/resource", "/metrics/probes", "/configz"])
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE"])
+def test_go_mux_handlers_serve_any_method(node: FakeNode, path: str, method: str) -> None:
+    """The kubelet registers these on its mux, not as go-restful routes: any method is a GET (the
+    oracle saw PUT /metrics and POST /configz answer 200 there)."""
+    with node.admin() as client:
+        response = client.request(method, node.url(path=path))
+        get = client.get(node.url(path=path))
+    assert (response.status_code, response.headers["content-type"]) == (200, get.headers["content-type"])
 
 
 @pytest.mark.parametrize(("method", "path", "allow"), [

@@ -217,6 +217,17 @@ def test_configz_redacts_header_values(tmp_path: Path) -> None:
     assert "s3cret" not in json.dumps(wire)
 
 
+def test_configz_shows_enable_system_log_query_as_the_kubelet(tmp_path: Path) -> None:
+    """The kubelet's /configz converts its internal configuration (a plain bool there) back to
+    v1beta1: `enableSystemLogQuery: false` right after enableSystemLogHandler (the oracle saw it)."""
+    keys = list(redacted(load(tmp_path, "")))
+    assert keys[keys.index("enableSystemLogHandler") + 1] == "enableSystemLogQuery"
+    assert redacted(load(tmp_path, ""))["enableSystemLogQuery"] is False
+    on = "featureGates: {NodeLogQuery: true}\nenableSystemLogQuery: true\n"
+    assert redacted(load(tmp_path, on))["enableSystemLogQuery"] is True
+    assert "enableSystemLogQuery" not in load(tmp_path, "").to_wire()  # the file's own form is untouched
+
+
 def test_gated_defaults_follow_their_feature_gates(tmp_path: Path) -> None:
     """KubeletCrashLoopBackOffMax and KubeletEnsureSecretPulledImages are on in 1.35: their fields get
     defaults; a configuration turning a gate off gets none (the kubelet then refuses them set)."""

@@ -10,6 +10,7 @@ from kubeletapi.api.gojson import JSON_TYPE, dumps
 from kubeletapi.config import KubeletConfiguration
 from kubeletapi.server.apidoc import documented, model
 from kubeletapi.server.host import Host
+from kubeletapi.server.routing import add_any_method_route
 
 
 class Configz(BaseModel):
@@ -26,4 +27,4 @@ async def configz(request: Request) -> Response:
 
 def install(app: FastAPI) -> None:
     doc = documented(("configz", "proxy"), {200: model("The effective configuration, secrets redacted.", Configz)})
-    app.add_api_route("/configz", configz, methods=["GET"], tags=["configz"], **doc)
+    add_any_method_route(app, "/configz", configz, "configz", "configz", **doc)  # a Go mux handler: any method

@@ -11,7 +11,7 @@ from starlette.responses import PlainTextResponse
 
 from kubeletapi.health import HealthCheck
 from kubeletapi.server.apidoc import NOSNIFF, documented, query, text
-from kubeletapi.server.routing import ALL_METHODS
+from kubeletapi.server.routing import add_any_method_route
 
 log = logging.getLogger(__name__)
 _NOSNIFF = {"X-Content-Type-Options": "nosniff"}
@@ -89,12 +89,7 @@ SINGLE_DOC = documented(
 
 
 def _add(app: FastAPI, path: str, handler: Handler, name: str, doc: dict[str, Any]) -> None:
-    """One route per method (each its own operation): Go's handler takes any method alike."""
-    for method in ALL_METHODS:
-        suffix = "" if method == "GET" else f"_{method.lower()}"
-        summary = None if method == "GET" else f"Same as GET {path} (any method is served alike)"
-        app.add_api_route(path, handler, methods=[method], name=name + suffix, operation_id=f"{name}_{method.lower()}",
-                          summary=summary, tags=["healthz"], **doc)
+    add_any_method_route(app, path, handler, name, "healthz", **doc)
 
 
 def install(app: FastAPI, checks: Sequence[HealthCheck]) -> None:

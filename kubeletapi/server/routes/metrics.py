@@ -18,6 +18,7 @@ from starlette.responses import Response
 from kubeletapi.metrics.exposition import render_registry
 from kubeletapi.server.apidoc import documented, header, text
 from kubeletapi.server.host import Host
+from kubeletapi.server.routing import add_any_method_route
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8; escaping=underscores"
 
@@ -81,4 +82,5 @@ def install(app: FastAPI) -> None:
                           ("/metrics/probes", probes)):
         ok = text("Prometheus text exposition format 0.0.4.", "# HELP ...\n", CONTENT_TYPE, GZIP_HEADERS)
         doc = documented(("metrics",), {200: ok}, [ACCEPT_ENCODING])
-        app.add_api_route(path, handler, methods=["GET"], tags=["metrics"], description=handler.__doc__, **doc)
+        # Go mux handlers on the kubelet: any method is served alike.
+        add_any_method_route(app, path, handler, handler.__name__, "metrics", description=handler.__doc__, **doc)
