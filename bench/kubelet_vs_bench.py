@@ -27,6 +27,9 @@ the rounds - idle rate x their time) / requests, which counts what the node does
 between requests too (kubeletapi renders a body ahead in every cycle for 5 minutes after it was asked
 for). `warm` = WARM back-to-back requests per endpoint: CPU per request (minus the idle rate).
 
+`--profile` (needs `pip install py-spy` in the venv): kubeletapi alone, py-spy recording its idle
+window and its scrapes at 110 pods, and its RSS by mapping; printed, nothing written.
+
 ^C or SIGTERM unwinds through every clean-up: pods removed through CRI, cgroup roots, the kubelet's
 mounts and kernel tunables (RealKubelet.stop), both containerd, leftovers checked as cri_bench does.
 """
@@ -93,6 +96,7 @@ class Level:
 
     idle_core: float = 0.0
     idle_containerd_core: float = 0.0
+    idle_shims_core: float = 0.0
     rss_idle_mib: float = 0.0
     uss_idle_mib: float = 0.0  # memory only this process has (no shared library or binary pages)
     host_cgroups: int = 0  # cgroups in the host's cpu hierarchy (the kubelet's cAdvisor watches them all)
@@ -185,11 +189,12 @@ def burst(node: Node, names: list[str], out: Figures, client: Client, count: int
 # --- one pod count ---------------------------------------------------------------------------------
 def idle(node: Node, plan: Plan, level: Level) -> None:
     ctd = daemon_pid(node.daemon)
-    cpu0, ctd0, t0 = cpu_s(node.pid), cpu_s(ctd), time.monotonic()
+    cpu0, ctd0, shims0, t0 = cpu_s(node.pid), cpu_s(ctd), vsnodes.shims_cpu_s(node.daemon), time.monotonic()
     time.sleep(plan.idle_s)
     elapsed = time.monotonic() - t0
     level.idle_core = (cpu_s(node.pid) - cpu0) / elapsed
     level.idle_containerd_core = (cpu_s(ctd) - ctd0) / elapsed
+    level.idle_shims_core = (vsnodes.shims_cpu_s(node.daemon) - shims0) / elapsed
     level.rss_idle_mib, level.uss_idle_mib = rss_mib(node.pid), vsnodes.uss_mib(node.pid)
     level.host_cgroups = vsnodes.host_cgroups()
 

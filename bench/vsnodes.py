@@ -67,6 +67,18 @@ def rss_mib(pid: int) -> float:
     return sum(p.memory_info().rss for p in tree(pid)) / 2**20
 
 
+def shims_cpu_s(daemon: containerd.PrivateContainerd) -> float:
+    """CPU of the daemon's shims (their argv names its work dir) and of what they reaped (runc)."""
+    mark, total = str(daemon.work), 0.0
+    for proc in psutil.process_iter(["pid", "name", "cmdline"]):
+        argv = proc.info["cmdline"] or []
+        if (proc.info["name"] or "").startswith("containerd-shim") and any(mark in a for a in argv):
+            with contextlib.suppress(psutil.Error):
+                t = proc.cpu_times()
+                total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
 def uss_mib(pid: int) -> float:
     return sum(p.memory_full_info().uss for p in tree(pid)) / 2**20
 

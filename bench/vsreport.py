@@ -66,6 +66,10 @@ def level_rows(t: Table, n: int, endpoints: Sequence[str]) -> None:
 
     t.row(f"**{n} pods**: idle CPU (core)", lambda f: lv(f).idle_core * 100, "% core", 2, 1.0)
     t.row(f"{n} pods: containerd idle CPU", lambda f: lv(f).idle_containerd_core * 100, "% core", 2)
+    t.row(f"{n} pods: the containerd shims' idle CPU (with the runc they ran)",
+          lambda f: lv(f).idle_shims_core * 100, "% core", 2)
+    t.row(f"{n} pods: idle CPU, node + containerd + shims",
+          lambda f: (lv(f).idle_core + lv(f).idle_containerd_core + lv(f).idle_shims_core) * 100, "% core", 2, 1.0)
     t.row(f"{n} pods: RSS, idle", lambda f: lv(f).rss_idle_mib, "MiB", 0, 1.0)
     t.row(f"{n} pods: RSS, after the scrapes", lambda f: lv(f).rss_after_mib, "MiB", 0, 1.0)
     t.row(f"{n} pods: USS (private memory), idle", lambda f: lv(f).uss_idle_mib, "MiB", 0)
