@@ -360,10 +360,12 @@ def kubelet_version() -> str:
 
 
 def kubeletapi_version() -> str:
-    root = Path(__file__).resolve().parent.parent
-    head = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty"], capture_output=True, text=True,
-                          check=False).stdout.strip()
-    return f"kubeletapi {head or '?'}"
+    """The commit, and `-dirty` when kubeletapi/ itself (not bench/) has changes."""
+    def git(*argv: str) -> str:
+        return subprocess.run(["git", "-C", str(Path(__file__).resolve().parent.parent), *argv],
+                              capture_output=True, text=True, check=False).stdout.strip()
+    dirty = "-dirty" if git("status", "--porcelain", "--", "kubeletapi") else ""
+    return f"kubeletapi {git('rev-parse', '--short', 'HEAD') or '?'}{dirty}"
 
 
 # --- main ------------------------------------------------------------------------------------------

@@ -99,6 +99,56 @@ def level_rows(t: Table, n: int, endpoints: Sequence[str]) -> None:
               lambda f: lv(f).readopt.get("summary", math.nan), "s", 1)
 
 
+# Why kubeletapi loses where it does, and what would close it (from the figures above, a `--profile`
+# run of 2026-11-26 and `python -X importtime`); kept with the table so a re-run keeps it.
+READING = """\
+Reading (why, where kubeletapi loses; what would close it):
+
+- Scrapes. kubeletapi serves each endpoint from a body rendered once per housekeeping cycle (and
+  rendered ahead in the cycle for 5 minutes after it was asked for); the kubelet computes every
+  response from cAdvisor's cache, and for /stats/summary and /metrics/resource also asks containerd
+  (its CPU per warm request above). kubeletapi's `all in` is above its requests' own CPU because
+  the render moved into the cycle (stats_bench: the three bodies take ~26 ms per cycle at 110 pods x
+  2 containers, ~9 ms per scrape for one scraper of all three) and because the estimate subtracts
+  the idle rate from ~50 s of rounds: its noise is some +-10 ms per scrape on this loaded machine
+  (in one run the kubelet's `all in` at 30 pods came out below its own requests' CPU), so at 30
+  pods compare the request CPU too. py-spy (wall-clock samples of busy threads) cannot separate
+  them further on a machine this loaded.
+- RSS. kubeletapi's is mostly the interpreter and its libraries: at 110 pods 116.5 MiB = 72 MiB
+  anonymous and heap (the objects of ~1,000 imported modules, thread stacks) + ~40 MiB of mapped
+  library pages (grpc 11.5, cryptography 9.1, libpython 5.1, pydantic-core 4.3, libcrypto 3.8). Its
+  private memory (USS) grows ~11 MiB from 30 to 110 pods, the kubelet's ~75 MiB (cAdvisor's history
+  per container), so at 110 pods kubeletapi's USS is the smaller. In this venv httpx's import of its
+  CLI also loads rich, pygments and click (test extras of import-linter, schemathesis, pytest), ~8
+  MiB a production install does not have. To close it: import what only apiserver mode needs
+  (apiclient, httpx, webhooks, certificate rotation) only with --kubeconfig, and cryptography only
+  when a certificate must be made.
+- containerd's and the shims' idle CPU: the largest loss. kubeletapi's own idle CPU is about half
+  the kubelet's, but it asks containerd every cycle for ListPodSandboxStats (its CRI stats
+  provider, as the kubelet's with PodAndContainerStatsFromCRI), and containerd answers it with the
+  task metrics of every container from its shim, which reads the cgroup v1 files: every 10 s,
+  whether anyone scrapes or not. With 110 pods the shims then burn ~4x the CPU they burn under the
+  kubelet, and node + containerd + shims together is well above the kubelet's total. The kubelet's
+  default cAdvisor provider reads the cgroups itself and asks containerd only per scrape (its
+  containerd CPU per /stats/summary and /metrics/resource request above). To close it: take pod and
+  container CPU and memory from the cgroups kubeletapi's collector reads anyway (for
+  /metrics/cadvisor), and ask the runtime only for what only it knows (writable layers, the image
+  filesystem) at the volume stats period (1 min): a change of the summary's sources, too large to
+  make safely here (the oracle's summary comparisons stand on them).
+- /healthz. Python's cost per request in uvicorn and FastAPI's router against Go's net/http; the
+  rate falls with 110 pods as the one event loop also runs the agent's loops. To close it: answer
+  the healthz listener with a bare ASGI callable ahead of FastAPI's routing.
+- Restart. Start to /healthz is Python's start-up: importing ~1,000 modules (1.5-4 s here under
+  load; fastapi 0.7 s, kubeletapi.kubelet.pods 0.45 s, the core_v1 pydantic models 0.2 s in
+  `-X importtime`). Re-adoption itself is quicker than the kubelet's (one runtime listing, where
+  the kubelet syncs every pod through its pod workers). The lazy imports above would shorten it.
+- Pod start. One pod Running in /pods: the kubelet's /pods shows the status manager's status,
+  refreshed on a PLEG relist (1 s). The container itself starts about as fast on both: containerd's
+  RunPodSandbox dominates, and the ratio of the start times moved between 0.87x and 1.21x over two
+  runs of 2026-11-26 on this shared machine. In the bursts both wait on containerd.
+"""
+
+
 def versions(kubelet: Fig, ours: Fig) -> str:
     def first_line(*argv: str) -> str:
         out = subprocess.run(argv, capture_output=True, text=True, check=False)
@@ -128,7 +178,7 @@ def render(section: str, plan: Any, figures: list[Fig], loads: Sequence[str], to
         f"Idle: {plan.idle_s:g} s; first-after-a-cycle rounds: {plan.rounds}; warm requests per endpoint: "
         f"{plan.warm}; /healthz: {plan.healthz_s:g} s. CPU of the kubelet: its process (all threads); of "
         "kubeletapi: the agent process and its children (none with the remote runtime); containerd's daemon "
-        "is measured apart (not its shims).",
+        "is measured apart, and in the idle windows its shims too (the CPU of each with what it reaped).",
         "",
     ]
-    return "\n".join([*head, *table.lines, ""])
+    return "\n".join([*head, *table.lines, "", READING])
