@@ -37,8 +37,6 @@ mounts and kernel tunables (RealKubelet.stop), both containerd, leftovers checke
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import ipaddress
 import os
 import signal
 import subprocess
@@ -60,9 +58,8 @@ from results_md import update_section
 from stats_bench import load
 from vsnodes import NODE, KubeletNode, Node, OursNode, cpu_ns, cpu_s, daemon_pid, rss_mib
 
-from kubeletapi.pki import NodePKI, ensure_pki
 from tests.cri import containerd, images
-from tests.helpers import LOOPBACK
+from tests.oracle.pair import node_pki, start_containerds
 from tests.oracle.realkubelet import Serving
 
 SECTION = "Head to head with the kubelet (issue 17)"
@@ -323,19 +320,11 @@ def run_node(node: Node, plan: Plan, profile: bool = False) -> Figures:
 
 
 def with_nodes(plan: Plan, trash: Trash, work: Path, profile: bool) -> list[Figures]:
-    pki = NodePKI.under(work / "certs")
-    ensure_pki(pki, NODE, [ipaddress.ip_address(LOOPBACK)], dt.datetime.now(dt.UTC))
-    tars = images.build_all()
+    pki = node_pki(work)
     undo: list[Callable[[], None]] = []
     try:
-        daemons = []
-        for _ in range(2):
-            daemon = containerd.PrivateContainerd()
-            trash.work_dirs.append(daemon.work)
-            undo.append(daemon.stop)
-            daemon.start()
-            daemon.import_images(tars)
-            daemons.append(daemon)
+        daemons = start_containerds(2, undo)
+        trash.work_dirs += [daemon.work for daemon in daemons]
         kubelet = KubeletNode(work / "kubelet", daemons[0], Serving(pki.serving_crt, pki.serving_key, pki.ca_crt))
         ours = OursNode(work / "kubeletapi", daemons[1])
         trash.agent_args += [kubelet.cgroup_args(), ours.cgroup_args()]

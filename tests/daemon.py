@@ -4,10 +4,24 @@ wait until one answers, and the tail of its log for the error that says why it d
 from __future__ import annotations
 
 import contextlib
+import signal
 import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+
+def terminate(proc: subprocess.Popen[bytes] | None, timeout_s: float) -> None:
+    """SIGTERM a daemon we started (by its PID) and wait for it; SIGKILL when it has not exited
+    within `timeout_s`. Nothing when it is not running."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout_s)
 
 
 def log_tail(path: Path, lines: int = 30) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import ssl
 import subprocess
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 import httpx
 
 from tests.cluster.pki import ClusterPKI, Pair
+from tests.daemon import terminate
 from tests.helpers import LOOPBACK, free_ports
 
 REPO = Path(__file__).resolve().parents[2]
@@ -55,13 +55,7 @@ class Component:
     log: Path
 
     def stop(self, timeout: float = 15) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate(self.proc, timeout)
 
     def tail(self, lines: int = 40) -> str:
         with contextlib.suppress(OSError):

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-import signal
 import socket
 import ssl
 import subprocess
@@ -25,7 +24,7 @@ import bcrypt
 import httpx
 
 from tests.cluster.pki import ClusterPKI
-from tests.daemon import log_tail, wait_answering
+from tests.daemon import log_tail, terminate, wait_answering
 
 BINARY = "docker-registry"
 START_TIMEOUT_S = 20.0
@@ -100,13 +99,7 @@ class PrivateRegistry:
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(STOP_TIMEOUT_S)
+        terminate(proc, STOP_TIMEOUT_S)
 
     def trust(self, hosts_dir: Path) -> None:
         """Tell a containerd with registry config_path `hosts_dir` to reach this registry by TLS

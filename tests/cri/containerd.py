@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -22,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tests.cri.images import ImageTar
-from tests.daemon import log_tail, wait_answering
+from tests.daemon import log_tail, terminate, wait_answering
 
 START_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 15.0
@@ -163,12 +162,7 @@ class PrivateContainerd:
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
             self._kill_tasks()
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(STOP_TIMEOUT_S)
+        terminate(proc, STOP_TIMEOUT_S)
         self._unmount_leftovers()
         shutil.rmtree(self.work, ignore_errors=True)
         for d in self._created_dirs:  # deepest first; a directory someone else uses is not empty

@@ -117,21 +117,35 @@ def wait_settled(pair: Pair) -> None:
         time.sleep(0.2)
 
 
+def node_pki(work: Path) -> NodePKI:
+    """The PKI both nodes share (kubeletapi's cert dir layout): CA, serving certificate for
+    127.0.0.1, admin client certificate."""
+    pki = NodePKI.under(work / "certs")
+    ensure_pki(pki, "testnode", [ipaddress.ip_address(LOOPBACK)], dt.datetime.now(dt.UTC))
+    return pki
+
+
+def start_containerds(count: int, undo: list[Callable[[], None]]) -> list[containerd.PrivateContainerd]:
+    """`count` private containerd instances holding the test images; each one's stop() is in
+    `undo` before it starts, so a failure half-way leaves nothing behind."""
+    tars = images.build_all()
+    daemons = []
+    for _ in range(count):
+        daemon = containerd.PrivateContainerd()
+        undo.append(daemon.stop)
+        daemon.start()
+        daemon.import_images(tars)
+        daemons.append(daemon)
+    return daemons
+
+
 @contextlib.contextmanager
 def running_pair(work: Path) -> Iterator[Pair]:
     """Both nodes with their pods settled; everything stopped and removed on exit."""
-    pki = NodePKI.under(work / "certs")
-    ensure_pki(pki, "testnode", [ipaddress.ip_address(LOOPBACK)], dt.datetime.now(dt.UTC))
-    tars = images.build_all()
+    pki = node_pki(work)
     undo: list[Callable[[], None]] = []
     try:
-        daemons = []
-        for _ in range(2):
-            daemon = containerd.PrivateContainerd()
-            undo.append(daemon.stop)
-            daemon.start()
-            daemon.import_images(tars)
-            daemons.append(daemon)
+        daemons = start_containerds(2, undo)
         manifests = work / "manifests"
         write_all(manifests)
         real = RealKubelet(Path(binary("kubelet")), work / "kubelet", daemons[0].endpoint, manifests,

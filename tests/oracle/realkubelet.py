@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ import httpx
 import yaml
 
 from tests.cri.cleanup import remove_cgroup_root
-from tests.daemon import log_tail, wait_answering
+from tests.daemon import log_tail, terminate, wait_answering
 from tests.helpers import LOOPBACK, free_ports
 
 START_TIMEOUT_S = 60.0
@@ -154,13 +153,7 @@ class RealKubelet:
         """SIGTERM by PID (SIGKILL after a while), then undo what it did to the host (see above).
         Its pods stay in its containerd: the caller removes them (purge_cri) and then the cgroups."""
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(STOP_TIMEOUT_S)
+        terminate(proc, STOP_TIMEOUT_S)
         _unmount_under(self.work)
         restore_tunables(self._tunables)
 
