@@ -196,7 +196,7 @@ def test_max_pods_and_duplicates(start_agent: Callable[..., Agent], tmp_path: Pa
     dup = records[str(tmp_path / "manifests" / "a.yaml")]
     assert dup["state"] == "rejected" and "already defined by" in dup["reason"] and "a-copy.yaml" in dup["reason"]
     assert records[str(tmp_path / "manifests" / "c.yaml")]["reason"].startswith("OutOfpods")
-    assert 'kubeletapi_static_pod_manifest_errors_total{source="file"} 2.0' in metrics
+    assert 'kubeletapi_static_pod_manifest_errors_total{source="file"} 2\n' in metrics
 
 
 def test_hostile_manifests_disturb_nothing(start_agent: Callable[..., Agent], tmp_path: Path) -> None:

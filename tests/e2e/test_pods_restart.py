@@ -97,8 +97,8 @@ def test_110_pods_at_once(tmp_path: Path) -> None:
             write(manifests, f"{name}.yaml", manifest(name, container("c", ["sleep", "3600"])))
         wait_for(lambda: all_running(args, names), timeout=120, interval=0.5, what="110 pods running")
         metrics = httpx.get(f"http://{LOOPBACK}:{flag(args, '--read-only-port')}/metrics", timeout=10).text
-        assert "kubelet_running_pods 110.0" in metrics or wait_for(
-            lambda: "kubelet_running_pods 110.0" in httpx.get(
+        assert "kubelet_running_pods 110\n" in metrics or wait_for(
+            lambda: "kubelet_running_pods 110\n" in httpx.get(
                 f"http://{LOOPBACK}:{flag(args, '--read-only-port')}/metrics", timeout=10).text, what="metric")
         for name in names[:55]:
             (manifests / f"{name}.yaml").unlink()
