@@ -34,6 +34,7 @@ from typing import Protocol
 from kubeletapi.api.core_v1 import Container, ObjectMeta, Pod, PodSpec, PodStatus
 from kubeletapi.clock import Clock
 from kubeletapi.cm.qos import qos_class
+from kubeletapi.pods.admission import PodAdmitHandler, Refusal
 from kubeletapi.pods.apistatus import BoundPod
 from kubeletapi.pods.loggc import LogGC
 from kubeletapi.pods.pleg import PLEG
@@ -119,8 +120,14 @@ class PodManager:
         self._probes = probes
         self._events = events or PodEvents()
         self._refused: set[str] = set()  # uids of API pods refused (their event is posted)
+        self._admitters: list[PodAdmitHandler] = []
+        self._held: dict[str, Refusal] = {}  # uid -> an admit handler's refusal, kept while defined
         self._ticks = 0
         self._listeners: list[Callable[[], None]] = []
+
+    def add_admitter(self, handler: PodAdmitHandler) -> None:
+        """Offer every new pod to `handler` from now on (pods.admission)."""
+        self._admitters.append(handler)
 
     # --- sources -------------------------------------------------------------------------------
     def apply(self, update: PodUpdate) -> None:
@@ -196,12 +203,33 @@ class PodManager:
                            f"capacity: {self._max_pods}")
                 rejected[meta.uid] = self._failed(pod, "OutOfpods", message)
                 records.append(self._reject_record(known, source, result.origin, f"OutOfpods: {message}", base))
+            elif (refusal := self._refusal(pod, admitted)) is not None:
+                rejected[meta.uid] = self._failed(pod, refusal.reason, refusal.message)
+                records.append(self._reject_record(known, source, result.origin,
+                                                   f"{refusal.reason}: {refusal.message}", base))
             else:
                 owners[key] = result.origin
                 uids[meta.uid] = f"{meta.namespace}/{meta.name} ({result.origin})"
                 admitted[meta.uid] = pod
                 records.append(base)
+        self._held = {uid: r for uid, r in self._held.items() if uid in rejected}
         return admitted, rejected, records
+
+    def _refusal(self, pod: Pod, admitted: dict[str, Pod]) -> Refusal | None:
+        """The admit handlers' verdict on a newcomer; an admitted pod is not asked again and a
+        refused one stays refused."""
+        uid = pod.metadata.uid
+        if uid in self._desired or not self._admitters:
+            return None
+        if uid in self._held:
+            return self._held[uid]
+        others = list(admitted.values())
+        for handler in self._admitters:
+            refusal = handler.admit(pod, others)
+            if refusal is not None:
+                self._held[uid] = refusal
+                return refusal
+        return None
 
     def _candidates(self) -> list[tuple[str, ManifestResult]]:
         """Every manifest: pods already admitted first, then pods the runtime runs (after a

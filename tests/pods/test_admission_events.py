@@ -1,13 +1,15 @@
-"""The pod manager's admission events (the kubelet's rejectPod): a pod refused for OutOfpods and
-an API pod this node cannot decode get one Warning event each, saying why."""
+"""The pod manager's admission (the kubelet's rejectPod): a pod refused for OutOfpods, by an admit
+handler, or an API pod this node cannot decode gets one Warning event, saying why."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 
 from kubeletapi.api.core_v1 import Container, ObjectMeta, Pod, PodSpec
 from kubeletapi.clock import RealClock
+from kubeletapi.pods.admission import Refusal
 from kubeletapi.pods.backoff import Backoff
 from kubeletapi.pods.manager import PodManager
 from kubeletapi.pods.node import NodeEnv
@@ -54,5 +56,53 @@ def test_refusals_get_one_warning_each(tmp_path: Path) -> None:
             ("", "Warning", "PodNotSupported", 'ns/odd: unknown field "spec.wat"'),
             ("", "Warning", "OutOfpods", "Node didn't have enough resource: pods, requested: 1, used: 1, capacity: 1"),
         ]
+
+    asyncio.run(go())
+
+
+class NamedRefusals:
+    """Refuses the pods named in `refuse` (evicted-style), recording what it was asked."""
+
+    def __init__(self, *refuse: str) -> None:
+        self.refuse = set(refuse)
+        self.asked: list[tuple[str, list[str]]] = []
+
+    def admit(self, pod: Pod, admitted: Sequence[Pod]) -> Refusal | None:
+        self.asked.append((pod.metadata.name, [p.metadata.name for p in admitted]))
+        if pod.metadata.name in self.refuse:
+            return Refusal("Evicted", f"The node had condition: [MemoryPressure]. ({pod.metadata.name})")
+        return None
+
+
+def test_an_admit_handler_is_asked_once_per_new_pod_and_its_refusal_holds(tmp_path: Path) -> None:
+    async def go() -> None:
+        clock = RealClock()
+        node = NodeEnv(node_name="n", node_ip="127.0.0.1", root_dir=tmp_path, pod_logs_dir=tmp_path / "logs")
+        runtime = ProcessRuntime(tmp_path / "state", shim_path(), clock)
+        pleg, statuses, events = PLEG(runtime, clock), StatusStore(), Events()
+        syncer = PodSyncer(runtime, node, clock, Backoff(clock), PodVolumes(node), pleg, statuses)
+        manager = PodManager(syncer, pleg, statuses, clock, 10, ["api"], events=PodEvents(events))
+        handler = NamedRefusals("b")
+        manager.add_admitter(handler)
+        first = PodUpdate("api", (ManifestResult("ns/a", pod=api_pod("a")), ManifestResult("ns/b", pod=api_pod("b"))))
+        try:
+            manager.apply(first)
+            handler.refuse = {"a"}  # the verdicts change: neither pod is judged again
+            manager.apply(first)
+            manager.apply(PodUpdate("api", (*first.results, ManifestResult("ns/c", pod=api_pod("c")))))
+            by_name = {p.metadata.name: p for p in manager.pods()}
+        finally:
+            await manager.stop()
+            for name in ("a", "c"):
+                await syncer.kill(api_pod(name))
+        assert handler.asked == [("a", []), ("b", ["a"]), ("c", ["a"])]
+        assert by_name["b"].status.phase == "Failed"
+        assert (by_name["b"].status.reason, by_name["b"].status.message) == (
+            "Evicted", "Pod was rejected: The node had condition: [MemoryPressure]. (b)")
+        assert by_name["a"].status.phase != "Failed" and by_name["c"].status.phase != "Failed"
+        assert [(pod, e) for pod, e in zip(events.pods, events.seen, strict=True) if e[2] == "Evicted"] == [
+            ("ns/b (uid-b)", ("", "Warning", "Evicted", "The node had condition: [MemoryPressure]. (b)"))]
+        assert [r.reason for r in manager.manifests() if r.state == "rejected"] == [
+            "Evicted: The node had condition: [MemoryPressure]. (b)"]
 
     asyncio.run(go())
