@@ -189,6 +189,12 @@ def parser() -> argparse.ArgumentParser:
                         "Node's spec.podCIDR (CNI plugins); default: the node's network")
     p.add_argument("--pod-bridge", help="the pod network's bridge (default kla<8 hex of the root dir's hash>)")
     p.add_argument("--housekeeping-interval", type=_duration, help="stats sampling period (default 10s)")
+    p.add_argument("--minimum-container-ttl-duration", type=_duration,
+                   help="minimum age of a dead container before container GC may remove it (default 0)")
+    p.add_argument("--maximum-dead-containers-per-container", type=int,
+                   help="dead instances each container keeps; <0: no limit (default 1)")
+    p.add_argument("--maximum-dead-containers", type=int,
+                   help="dead containers the node keeps in all; <0: no limit (default -1)")
     p.add_argument("--token-auth-file", type=Path, help='static tokens: token,user,uid,"group1,group2"')
     p.add_argument("--authorization-rbac-file", type=Path,
                    help="ClusterRoles and ClusterRoleBindings for --authorization-mode=RBAC")
@@ -269,6 +275,9 @@ def parse(argv: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[No
         cni_conf_dir=ns.get("cni_conf_dir", Path("/etc/cni/net.d")),
         pod_bridge=ns.get("pod_bridge", ""),
         network_plugin=ns.get("network_plugin", ""),
+        minimum_container_ttl=Duration.parse(ns.get("minimum_container_ttl_duration", "0s")),
+        max_dead_per_container=ns.get("maximum_dead_containers_per_container", 1),
+        max_dead_containers=ns.get("maximum_dead_containers", -1),
     )
     return opts, flags
 

@@ -38,6 +38,7 @@ from kubeletapi.health import HealthCheck, LogFlushMonitor, PingCheck, SyncLoopC
 from kubeletapi.kubelet import streams
 from kubeletapi.kubelet.certificates import CertificateWiring
 from kubeletapi.kubelet.cluster import ClusterWiring, cgroup_version
+from kubeletapi.kubelet.gc import GCWiring
 from kubeletapi.kubelet.pods import PodWiring
 from kubeletapi.kubelet.security import SecurityWiring, tls_files
 from kubeletapi.kubelet.stats import StatsProvider
@@ -100,6 +101,7 @@ class Kubelet:
                           [self._sources_not_ready, self._loop_watch.check]),
         ]
         self.stats: StatsProvider | None = None
+        self.gc: GCWiring | None = None  # gc.reclaim: the eviction manager's node-level reclaim
         self.cluster: ClusterWiring | None = None
         self.certs: CertificateWiring | None = None
         self._serving: ServingContext | None = None
@@ -205,8 +207,11 @@ class Kubelet:
                 self.listeners[spec.name] = Listener(spec)
             for listener in self.listeners.values():
                 await listener.start()
+            self.gc = GCWiring(self.cfg, self.opts, self.clock, self.pods, self.stats, self._registries["metrics"],
+                               self.cluster.events if self.cluster is not None else None)
             await self.pods.start()
             await self.stats.start()
+            self.gc.start()
             if self.certs is not None and self.certs.joined:
                 await self._start_cluster()
             elif self.certs is not None:
@@ -228,6 +233,8 @@ class Kubelet:
             await self.certs.stop()
         if self.cluster is not None:
             await self.cluster.stop()
+        if self.gc is not None:
+            await self.gc.stop()
         if self.stats is not None:
             await self.stats.stop()
         if self.pods is not None:

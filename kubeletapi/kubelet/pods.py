@@ -33,7 +33,6 @@ from kubeletapi.pods.backoff import Backoff
 from kubeletapi.pods.env import EnvResolver
 from kubeletapi.pods.images import ImageManager
 from kubeletapi.pods.inventory import PodInventory
-from kubeletapi.pods.loggc import LogGC
 from kubeletapi.pods.logrotation import ContainerLogRotator
 from kubeletapi.pods.manager import PodManager
 from kubeletapi.pods.node import NodeEnv
@@ -188,8 +187,7 @@ class PodWiring:
                                           self._env(api), pod_events, self.network_error)
         self.sources = [*self._sources(cfg, node_name, clock), *extra_sources]
         self.manager = PodManager(syncer, self.pleg, self.statuses, clock, cfg.max_pods,
-                                  [name for name, _ in self.sources], metrics, LogGC(self.node.pod_logs_dir, clock),
-                                  self.probes, pod_events)
+                                  [name for name, _ in self.sources], metrics, self.probes, pod_events)
         self.queries = PodQueries(self.manager, self.pleg.cache)
         self.access = ContainerAccess(self.queries, self.runtime, clock)
         self.inventory = PodInventory(self.pleg.cache, self.manager, self.node, runtime_pids,
