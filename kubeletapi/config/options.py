@@ -47,6 +47,8 @@ class NodeOptions:
     minimum_container_ttl: Duration = NO_TTL
     max_dead_per_container: int = 1
     max_dead_containers: int = -1
+    # --runonce: run the static pods once, report, remove them and exit (kubelet.runonce).
+    run_once: bool = False
 
     def __post_init__(self) -> None:
         if self.bootstrap_kubeconfig is not None and self.kubeconfig is None:
