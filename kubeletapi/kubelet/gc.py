@@ -53,7 +53,7 @@ class GCWiring:
     def __init__(self, cfg: KubeletConfiguration, opts: NodeOptions, clock: Clock, pods: PodWiring,
                  stats: StatsProvider, registry: CollectorRegistry, events: NodeEventSink | None = None) -> None:
         self.containers = ContainerGC(pods.runtime, pods.manager, container_policy(opts), clock,
-                                      LogGC(pods.node.pod_logs_dir, clock))
+                                      LogGC(pods.node.pod_logs_dir, clock), events)
         self.images: ImageGC | None = None
         if pods.cri is not None:  # the process runtime has no images
             def imagefs() -> FsUsage | None:

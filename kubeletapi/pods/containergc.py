@@ -13,6 +13,7 @@ Every minute (ContainerGCPeriod) and on demand (the eviction manager's node-leve
   the instances pods.sync keeps.
 - Sandboxes that are not ready and hold no container: all of a gone pod's, all but the newest of
   a live pod's. Then the log directories of gone pods (pods.loggc, its retention).
+- A failed pass is logged and recorded as a ContainerGCFailed event on the Node.
 
 A removed container's log file goes with it (and its rotated files), as the kubelet's
 removeContainerLog. select() is the pure decision (table-tested); ContainerGC applies it.
@@ -29,6 +30,7 @@ from typing import Protocol
 
 from kubeletapi.clock import Clock
 from kubeletapi.errors import KubeletError
+from kubeletapi.events import reasons
 from kubeletapi.pods.loggc import LogGC
 from kubeletapi.runtime import types as rt
 from kubeletapi.runtime.logfiles import rotated_files
@@ -139,6 +141,10 @@ class GCRuntime(Protocol):
     async def remove_pod_sandbox(self, sandbox_id: str) -> None: ...
 
 
+class NodeEventSink(Protocol):
+    def node_event(self, event_type: str, reason: str, message: str) -> None: ...
+
+
 class PodStates(Protocol):
     """What GC asks the pod manager (pods.manager.PodManager has it)."""
 
@@ -170,8 +176,9 @@ class ContainerGC:
     """garbage_collect() is one pass; run() makes one every GC_PERIOD_S."""
 
     def __init__(self, runtime: GCRuntime, pods: PodStates, policy: GCPolicy, clock: Clock,
-                 log_gc: LogGC | None = None) -> None:
+                 log_gc: LogGC | None = None, events: NodeEventSink | None = None) -> None:
         self._runtime = runtime
+        self._events = events
         self._pods = pods
         self.policy = policy
         self._clock = clock
@@ -188,6 +195,8 @@ class ContainerGC:
                 result = await self.garbage_collect()
             except KubeletError as exc:
                 log.error("Container garbage collection failed: %s", exc)
+                if self._events is not None:
+                    self._events.node_event(reasons.WARNING, reasons.CONTAINER_GC_FAILED, str(exc))
                 self._failed_before = True
                 continue
             except Exception:
