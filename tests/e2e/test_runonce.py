@@ -1,12 +1,15 @@
-"""`kubeletapi --runonce` as a real process: the static pods run once, one line per pod, the pods
-removed, exit 0 only when every pod ran; no listener is started."""
+"""`kubeletapi --runonce` as a real process: the static pods (a manifest directory and a manifest
+URL) run once, one line per pod, the pods removed, exit 0 only when every pod ran; no listener is
+started."""
 
 from __future__ import annotations
 
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -55,11 +58,37 @@ def _runtime_containers(args: list[str]) -> list[Path]:
     return list((root / "runtime" / "process" / "containers").glob("*/container.json"))
 
 
-def test_runonce_all_ran(args: list[str]) -> None:
+@pytest.fixture
+def manifest_url() -> Iterator[str]:
+    """A --manifest-url serving one pod."""
+    body = POD.format(name="fromurl", script="sleep 300", policy="Always").encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer((LOOPBACK, 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://{LOOPBACK}:{server.server_address[1]}/pods.yaml"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def test_runonce_all_ran(args: list[str], manifest_url: str) -> None:
     _write(args, "web", "echo serving; sleep 300")
-    result = _run(args)
+    result = _run([*args, "--manifest-url", manifest_url])
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == ["default/web-testnode: Running"]
+    assert sorted(result.stdout.splitlines()) == ["default/fromurl-testnode: Running", "default/web-testnode: Running"]
     assert _runtime_containers(args) == []  # removed before exiting
     assert _port_free(args, "--port") and _port_free(args, "--healthz-port")
 
