@@ -52,9 +52,6 @@ class Pods:
     def known(self, uid: str) -> bool:
         return uid in self._known
 
-    def terminated(self, uid: str) -> bool:
-        return False
-
     def sources_not_ready(self) -> str | None:
         return None
 

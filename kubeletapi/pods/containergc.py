@@ -5,7 +5,8 @@ Every minute (ContainerGCPeriod) and on demand (the eviction manager's node-leve
 - Evictable containers are the ones not running, created more than `min_age_s` ago, grouped in
   units of (pod UID, container name).
 - Once every pod source has spoken, every evictable container of a pod the node no longer has is
-  removed (and, on reclaim, of a pod that has terminated for good).
+  removed. A pod that has finished but is still here keeps what its status needs (unlike the
+  kubelet's reclaim, which removes it: here its worker would start containers it no longer finds).
 - Each unit keeps its `max_per_pod_container` newest (<0: no limit); then, over all units, at most
   `max_containers` (<0: no limit): first an equal share per unit (at least 1), then the oldest go.
 - What a live pod's status needs is never removed, whatever the policy: the two newest instances
@@ -152,10 +153,6 @@ class PodStates(Protocol):
         """The pod is defined, being killed, or kept for its final status."""
         ...
 
-    def terminated(self, uid: str) -> bool:
-        """The pod has finished for good (phase Succeeded or Failed): its runtime may go."""
-        ...
-
     def sources_not_ready(self) -> str | None: ...
 
 
@@ -207,27 +204,22 @@ class ContainerGC:
             self._failed_before = False
             log.log(level, "Container garbage collection succeeded (%s)", result)
 
-    async def garbage_collect(self, policy: GCPolicy | None = None, evict_terminated: bool = False) -> GCResult:
-        """One pass with `policy` (default: the configured one); `evict_terminated`: the runtime of
-        pods that have finished for good goes too (the kubelet's evictNonDeletedPods)."""
+    async def garbage_collect(self, policy: GCPolicy | None = None) -> GCResult:
+        """One pass with `policy` (default: the configured one)."""
         async with self._lock:
-            return await self._collect(policy or self.policy, evict_terminated)
+            return await self._collect(policy or self.policy)
 
     async def delete_all_unused_containers(self) -> None:
         """Node-level reclaim (the kubelet's DeleteAllUnusedContainers): every dead container
-        whatever its age, beyond what a live pod's status needs; finished pods' entirely."""
-        await self.garbage_collect(GCPolicy(0.0, 0, 0), evict_terminated=True)
+        whatever its age, beyond what a pod's status needs."""
+        await self.garbage_collect(GCPolicy(0.0, 0, 0))
 
-    def _gone(self, evict_terminated: bool) -> Callable[[str], bool]:
+    async def _collect(self, policy: GCPolicy) -> GCResult:
+        result = GCResult()
         pods = self._pods
 
         def gone(uid: str) -> bool:
-            return not pods.known(uid) or (evict_terminated and pods.terminated(uid))
-        return gone
-
-    async def _collect(self, policy: GCPolicy, evict_terminated: bool) -> GCResult:
-        result = GCResult()
-        gone = self._gone(evict_terminated)
+            return not pods.known(uid)
         ready = self._pods.sources_not_ready() is None
         containers = await self._runtime.list_containers()
         by_id = {c.id: c for c in containers}

@@ -342,11 +342,6 @@ class PodManager:
         its runtime to the pod workers)."""
         return uid in self._desired or uid in self._killing or uid in self._terminated or self._workers.known(uid)
 
-    def terminated(self, uid: str) -> bool:
-        """The pod has finished for good: phase Succeeded or Failed."""
-        status = self._statuses.get(uid)
-        return status is not None and status.phase in ("Succeeded", "Failed")
-
     def poke(self, uid: str) -> None:
         """Sync an admitted pod now (a probe result changed)."""
         if uid in self._desired and uid not in self._killing:

@@ -1,6 +1,7 @@
 """Container GC over real containers of the process runtime: dead instances beyond what a live
-pod's status needs go with their log files, a gone pod's containers and sandbox go entirely, the
-reclaim takes a finished pod's runtime too, running containers stay."""
+pod's status needs go with their log files, a gone pod's containers and sandbox go entirely,
+running containers stay; the minimum age holds the periodic pass back, not the reclaim; a finished
+pod keeps what its status needs (else its worker would run it again)."""
 
 from __future__ import annotations
 
@@ -21,13 +22,9 @@ class Pods:
 
     def __init__(self, known: set[str]) -> None:
         self.known_uids = known
-        self.finished: set[str] = set()
 
     def known(self, uid: str) -> bool:
         return uid in self.known_uids
-
-    def terminated(self, uid: str) -> bool:
-        return uid in self.finished
 
     def sources_not_ready(self) -> str | None:
         return None
@@ -67,23 +64,26 @@ async def _scenario(tmp: Path) -> None:
     await runtime.stop_pod_sandbox(gone_sandbox)
 
     pods = Pods({live})
-    gc = ContainerGC(runtime, pods, GCPolicy(), RealClock(), LogGC(logs, RealClock(), retention_s=0))
+    young = GCPolicy(min_age_s=3600)  # a periodic pass finds nothing old enough
+    gc = ContainerGC(runtime, pods, young, RealClock(), LogGC(logs, RealClock(), retention_s=0))
     result = await gc.garbage_collect()
+    assert (result.containers, result.sandboxes) == (0, 0)
+    assert len(await runtime.list_containers()) == 7
 
+    await gc.delete_all_unused_containers()  # the reclaim: whatever the age
     left = {c.id for c in await runtime.list_containers()}
     # the live pod: the running instance and the newest exited one (its lastState) stay
     assert left == {running, instances[3].id}
     assert [Path(s.log_path).exists() for s in instances] == [False, False, False, True]
     assert [s.id for s in await runtime.list_pod_sandboxes()] == [live_sandbox]
     assert not (logs / f"default_p_{gone}").exists()  # the gone pod's logs too (retention 0)
-    assert (result.containers, result.sandboxes, result.log_dirs) == (5, 1, 1)
 
-    await runtime.stop_container(running, 0)
-    await runtime.stop_pod_sandbox(live_sandbox)
-    pods.finished.add(live)  # Succeeded or Failed: the reclaim takes its runtime as well
+    await runtime.stop_container(running, 0)  # the pod has finished: its two instances stay
     await gc.delete_all_unused_containers()
-    assert await runtime.list_containers() == []
-    assert await runtime.list_pod_sandboxes() == []
+    assert {c.id for c in await runtime.list_containers()} == left
+    for sandbox in await runtime.list_pod_sandboxes():
+        await runtime.stop_pod_sandbox(sandbox.id)
+        await runtime.remove_pod_sandbox(sandbox.id)
 
 
 def test_container_gc_on_process_runtime(tmp_path: Path) -> None:
