@@ -224,7 +224,8 @@ class ContainerGC:
         containers = await self._runtime.list_containers()
         by_id = {c.id: c for c in containers}
         now_ns = int(self._clock.now() * 1e9)
-        for cid in select([_dead(c) for c in containers], policy, now_ns, gone, ready):
+        ours = [_dead(c) for c in containers if c.labels.get(rt.POD_UID)]  # a pod's, not another client's
+        for cid in select(ours, policy, now_ns, gone, ready):
             if await self._remove_container(by_id[cid]):
                 result.containers += 1
             else:
@@ -250,7 +251,7 @@ class ContainerGC:
         return True
 
     async def _sandboxes(self, gone: Callable[[str], bool], result: GCResult) -> None:
-        sandboxes = await self._runtime.list_pod_sandboxes()
+        sandboxes = [s for s in await self._runtime.list_pod_sandboxes() if s.meta.uid]
         busy = {c.sandbox_id for c in await self._runtime.list_containers()}
         for sid in sandboxes_to_remove(sandboxes, busy, gone):
             try:
