@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from kubeletapi.pods.imagegc import ImageGCError
-from kubeletapi.runtime.types import Image
+from kubeletapi.runtime.types import ContainerState, Image
 from tests.cri import images
 from tests.cri.cleanup import purge_cri
 from tests.cri.fixtures import CRIEnv
@@ -86,4 +86,9 @@ def test_image_gc_removes_the_unused_image_only(agent: Agent) -> None:
     assert {"localhost/busybox:latest", "localhost/pause:3.9"} <= left  # a container's; the sandbox's
     metrics = httpx.get(agent.url("read-only", "/metrics"), timeout=10).text
     assert 'kubelet_image_garbage_collected_total{reason="space"} 1' in metrics
-    assert agent.run(agent.kubelet.gc.reclaim.delete_unused_images()) == 0  # nothing unused is left
+    reclaim = agent.kubelet.gc.reclaim
+    assert agent.run(reclaim.delete_unused_images()) == 0  # nothing unused is left
+    agent.run(reclaim.delete_all_unused_containers())  # the running pod's container is no dead one
+    assert agent.kubelet.pods is not None
+    listed: Any = agent.run(agent.kubelet.pods.runtime.list_containers())
+    assert [c.name for c in listed if c.state is ContainerState.RUNNING] == ["main"]
