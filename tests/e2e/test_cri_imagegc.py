@@ -35,10 +35,12 @@ def agent(cri_env: CRIEnv, tmp_path: Path) -> Iterator[Agent]:
     manifests = tmp_path / "manifests"
     write(manifests, "user.yaml", manifest("user", '- name: main\n  image: localhost/busybox:latest\n'
                                                    '  imagePullPolicy: Never\n  command: ["sleep", "3600"]\n'))
+    config = tmp_path / "kubelet.yaml"
+    config.write_text("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+                      "imageGCHighThresholdPercent: 1\nimageGCLowThresholdPercent: 0\n"
+                      "imageMinimumGCAge: 1s\n")  # 0 means the default 2m
     args = agent_args(tmp_path, "--container-runtime=remote", "--container-runtime-endpoint", cri_env.endpoint,
-                      "--pod-manifest-path", str(manifests), "--housekeeping-interval", "1s",
-                      "--image-gc-high-threshold", "1", "--image-gc-low-threshold", "0",
-                      "--minimum-image-ttl-duration", "1s")  # 0 means the default 2m
+                      "--pod-manifest-path", str(manifests), "--housekeeping-interval", "1s", "--config", str(config))
     node = Agent(args)
     try:
         yield node
