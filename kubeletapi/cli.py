@@ -36,6 +36,7 @@ from kubeletapi.config import (
 )
 from kubeletapi.errors import ConfigError, KubeletError, NotSupported, Unavailable
 from kubeletapi.kubelet import Kubelet
+from kubeletapi.kubelet.runonce import RunOnce
 
 log = logging.getLogger("kubeletapi")
 
@@ -189,6 +190,16 @@ def parser() -> argparse.ArgumentParser:
                         "Node's spec.podCIDR (CNI plugins); default: the node's network")
     p.add_argument("--pod-bridge", help="the pod network's bridge (default kla<8 hex of the root dir's hash>)")
     p.add_argument("--housekeeping-interval", type=_duration, help="stats sampling period (default 10s)")
+    p.add_argument("--minimum-container-ttl-duration", type=_duration,
+                   help="minimum age of a dead container before container GC may remove it (default 0)")
+    p.add_argument("--maximum-dead-containers-per-container", type=int,
+                   help="dead instances each container keeps; <0: no limit (default 1)")
+    p.add_argument("--maximum-dead-containers", type=int,
+                   help="dead containers the node keeps in all; <0: no limit (default -1)")
+    p.add_argument("--runonce", type=_bool, nargs="?", const=True,
+                   help="run the static pods (--pod-manifest-path, --manifest-url) once, wait until each runs "
+                        "or fails, print the result per pod, remove them and exit: 0 when all ran, else 1; "
+                        "no server is started")
     p.add_argument("--token-auth-file", type=Path, help='static tokens: token,user,uid,"group1,group2"')
     p.add_argument("--authorization-rbac-file", type=Path,
                    help="ClusterRoles and ClusterRoleBindings for --authorization-mode=RBAC")
@@ -269,6 +280,10 @@ def parse(argv: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[No
         cni_conf_dir=ns.get("cni_conf_dir", Path("/etc/cni/net.d")),
         pod_bridge=ns.get("pod_bridge", ""),
         network_plugin=ns.get("network_plugin", ""),
+        minimum_container_ttl=Duration.parse(ns.get("minimum_container_ttl_duration", "0s")),
+        max_dead_per_container=ns.get("maximum_dead_containers_per_container", 1),
+        max_dead_containers=ns.get("maximum_dead_containers", -1),
+        run_once=ns.get("runonce", False),
     )
     return opts, flags
 
@@ -377,6 +392,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         cfg, opts = configuration(sys.argv[1:] if argv is None else argv)
         setup_logging(cfg.logging.verbosity)
         raise_open_file_limit()
+        if opts.run_once:
+            with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+                return 0 if runner.run(RunOnce(cfg, opts).run()) else 1
         kubelet = Kubelet(cfg, opts)
         with asyncio.Runner(loop_factory=_loop_factory()) as runner:
             runner.run(serve(kubelet))

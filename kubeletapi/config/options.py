@@ -15,6 +15,7 @@ RUNTIMES = ("process", "remote")
 NETWORK_PLUGINS = ("", "cni")
 DEFAULT_HOUSEKEEPING = Duration.parse("10s")
 DEFAULT_INFLUXDB_TIMEOUT = Duration.parse("5s")
+NO_TTL = Duration(0)
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,14 @@ class NodeOptions:
     # "cni": in apiserver mode the Node's spec.podCIDR becomes the pod network (the old kubelet's
     # --network-plugin); "": pods use the node's network unless --pod-cidr is given.
     network_plugin: str = ""
+    # Container GC (the kubelet's deprecated flags, not in KubeletConfiguration): the minimum age
+    # of a dead container before it may go, how many dead instances each container keeps (<0:
+    # no limit), how many dead containers the node keeps in all (<0: no limit).
+    minimum_container_ttl: Duration = NO_TTL
+    max_dead_per_container: int = 1
+    max_dead_containers: int = -1
+    # --runonce: run the static pods once, report, remove them and exit (kubelet.runonce).
+    run_once: bool = False
 
     def __post_init__(self) -> None:
         if self.bootstrap_kubeconfig is not None and self.kubeconfig is None:
@@ -52,6 +61,9 @@ class NodeOptions:
         if self.network_plugin not in NETWORK_PLUGINS:
             raise ConfigError(f"--network-plugin must be one of {', '.join(map(repr, NETWORK_PLUGINS))}, "
                               f"got {self.network_plugin!r}")
+        if self.minimum_container_ttl.ns < 0:
+            raise ConfigError("--minimum-container-ttl-duration must not be negative, "
+                              f"got {self.minimum_container_ttl}")
         if not Duration.parse("1s") <= self.housekeeping_interval <= Duration.parse("15m"):
             raise ConfigError(
                 f"--housekeeping-interval must be between 1s and 15m, got {self.housekeeping_interval}"

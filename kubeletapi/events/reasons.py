@@ -33,3 +33,8 @@ NODE_READY = "NodeReady"
 NODE_NOT_READY = "NodeNotReady"
 REBOOTED = "Rebooted"
 CGROUP_V1 = "CgroupV1"
+# garbage collection (the node's)
+CONTAINER_GC_FAILED = "ContainerGCFailed"
+IMAGE_GC_FAILED = "ImageGCFailed"
+INVALID_DISK_CAPACITY = "InvalidDiskCapacity"
+FREE_DISK_SPACE_FAILED = "FreeDiskSpaceFailed"

@@ -38,6 +38,7 @@ from kubeletapi.health import HealthCheck, LogFlushMonitor, PingCheck, SyncLoopC
 from kubeletapi.kubelet import streams
 from kubeletapi.kubelet.certificates import CertificateWiring
 from kubeletapi.kubelet.cluster import ClusterWiring, cgroup_version
+from kubeletapi.kubelet.gc import GCWiring
 from kubeletapi.kubelet.pods import PodWiring
 from kubeletapi.kubelet.security import SecurityWiring, tls_files
 from kubeletapi.kubelet.stats import StatsProvider
@@ -100,6 +101,7 @@ class Kubelet:
                           [self._sources_not_ready, self._loop_watch.check]),
         ]
         self.stats: StatsProvider | None = None
+        self.gc: GCWiring | None = None  # gc.reclaim: the eviction manager's node-level reclaim
         self.cluster: ClusterWiring | None = None
         self.certs: CertificateWiring | None = None
         self._serving: ServingContext | None = None
@@ -205,8 +207,11 @@ class Kubelet:
                 self.listeners[spec.name] = Listener(spec)
             for listener in self.listeners.values():
                 await listener.start()
+            self.gc = GCWiring(self.cfg, self.opts, self.clock, self.pods, self.stats, self._registries["metrics"],
+                               self.cluster.events if self.cluster is not None else None)
             await self.pods.start()
             await self.stats.start()
+            self.gc.start()
             if self.certs is not None and self.certs.joined:
                 await self._start_cluster()
             elif self.certs is not None:
@@ -238,7 +243,7 @@ class Kubelet:
 
         await cancel_and_wait(self._tasks)
         self._tasks.clear()
-        for part in (self.certs, self.cluster, self.stats, self.pods):
+        for part in (self.certs, self.cluster, self.gc, self.stats, self.pods):
             await step(part.stop if part is not None else None)
         for result in await asyncio.gather(*(listener.stop() for listener in self.listeners.values()),
                                            return_exceptions=True):

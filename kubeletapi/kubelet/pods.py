@@ -33,7 +33,6 @@ from kubeletapi.pods.backoff import Backoff
 from kubeletapi.pods.env import EnvResolver
 from kubeletapi.pods.images import ImageManager
 from kubeletapi.pods.inventory import PodInventory
-from kubeletapi.pods.loggc import LogGC
 from kubeletapi.pods.logrotation import ContainerLogRotator
 from kubeletapi.pods.manager import PodManager
 from kubeletapi.pods.node import NodeEnv
@@ -188,8 +187,7 @@ class PodWiring:
                                           self._env(api), pod_events, self.network_error)
         self.sources = [*self._sources(cfg, node_name, clock), *extra_sources]
         self.manager = PodManager(syncer, self.pleg, self.statuses, clock, cfg.max_pods,
-                                  [name for name, _ in self.sources], metrics, LogGC(self.node.pod_logs_dir, clock),
-                                  self.probes, pod_events)
+                                  [name for name, _ in self.sources], metrics, self.probes, pod_events)
         self.queries = PodQueries(self.manager, self.pleg.cache)
         self.access = ContainerAccess(self.queries, self.runtime, clock)
         self.inventory = PodInventory(self.pleg.cache, self.manager, self.node, runtime_pids,
@@ -232,6 +230,15 @@ class PodWiring:
         return sources
 
     async def start(self) -> None:
+        await self.start_runtime()
+        if self._log_rotator is not None:
+            self._tasks.append(asyncio.create_task(self._log_rotator.run(self._log_monitor_s),
+                                                   name="container-log-rotation"))
+        for name, source in self.sources:
+            self._tasks.append(asyncio.create_task(source.run(self.manager.apply), name=f"source-{name}"))
+
+    async def start_runtime(self) -> None:
+        """The runtime checked and its pods listed, no loop started (what --runonce needs)."""
         if self.cri is not None:
             version = await self.cri.check()
             log.info("container runtime %s %s (CRI %s) at %s", version.runtime_name, version.runtime_version,
@@ -246,11 +253,6 @@ class PodWiring:
         # nodeInfo.containerRuntimeVersion: <type>://<version>, the type as container IDs carry it.
         self.runtime_version = f"{self._syncer.id_scheme}://{version.runtime_version}"
         await self.pleg.relist()  # re-adopted containers are known before the first sync
-        if self._log_rotator is not None:
-            self._tasks.append(asyncio.create_task(self._log_rotator.run(self._log_monitor_s),
-                                                   name="container-log-rotation"))
-        for name, source in self.sources:
-            self._tasks.append(asyncio.create_task(source.run(self.manager.apply), name=f"source-{name}"))
 
     def network_error(self) -> str | None:
         """Why the pod network is not ready (the runtime's NetworkReady=false), else None: with

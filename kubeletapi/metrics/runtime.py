@@ -89,6 +89,12 @@ class InstrumentedRuntime:
     async def image_status(self, image: str) -> Image | None:
         return await self._call("image_status", self.inner.image_status(image))
 
+    async def list_images(self) -> Sequence[Image]:
+        return await self._call("list_images", self.inner.list_images())
+
+    async def remove_image(self, image: str) -> None:
+        await self._call("remove_image", self.inner.remove_image(image))
+
     async def pull_image(self, image: str, sandbox: SandboxConfig | None = None, auth: AuthConfig | None = None) -> str:
         return await self._call("pull_image", self.inner.pull_image(image, sandbox, auth))
 

@@ -24,7 +24,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import logging
 from collections.abc import Callable, Sequence
@@ -36,7 +35,6 @@ from kubeletapi.clock import Clock
 from kubeletapi.cm.qos import qos_class
 from kubeletapi.pods.admission import PodAdmitHandler, Refusal
 from kubeletapi.pods.apistatus import BoundPod
-from kubeletapi.pods.loggc import LogGC
 from kubeletapi.pods.pleg import PLEG
 from kubeletapi.pods.podevents import PodEvents
 from kubeletapi.pods.sources import ManifestResult, MirrorPod, PodUpdate
@@ -48,7 +46,6 @@ from kubeletapi.pods.workers import PodWorkers
 from kubeletapi.runtime import types as rt
 
 log = logging.getLogger(__name__)
-GC_EVERY = 60  # housekeeping ticks (about a minute) between log garbage collections
 API_SOURCE = "api"
 REFUSED = "PodNotSupported"  # the reason an API pod this node cannot decode is Failed with
 
@@ -95,7 +92,6 @@ class PodManager:
         max_pods: int,
         sources: Sequence[str],
         observer: ManagerObserver | None = None,
-        log_gc: LogGC | None = None,
         probes: ProbeWorkers | None = None,
         events: PodEvents | None = None,
     ) -> None:
@@ -116,13 +112,11 @@ class PodManager:
         self._terminated: set[str] = set()  # deleted API pods killed: their final status awaits the API
         self._refusals: dict[str, PodStatus] = {}  # uid -> the Failed status of an API pod not decoded
         self._orphans_killing: set[str] = set()
-        self._log_gc = log_gc
         self._probes = probes
         self._events = events or PodEvents()
         self._refused: set[str] = set()  # uids of API pods refused (their event is posted)
         self._admitters: list[PodAdmitHandler] = []
         self._held: dict[str, Refusal] = {}  # uid -> an admit handler's refusal, kept while defined
-        self._ticks = 0
         self._listeners: list[Callable[[], None]] = []
 
     def add_admitter(self, handler: PodAdmitHandler) -> None:
@@ -343,6 +337,11 @@ class PodManager:
             return None
         return f"pod sources not read yet: {', '.join(sorted(self._pending_sources))}"
 
+    def known(self, uid: str) -> bool:
+        """The pod is admitted, being killed, or kept for its final status (container GC leaves
+        its runtime to the pod workers)."""
+        return uid in self._desired or uid in self._killing or uid in self._terminated or self._workers.known(uid)
+
     def poke(self, uid: str) -> None:
         """Sync an admitted pod now (a probe result changed)."""
         if uid in self._desired and uid not in self._killing:
@@ -356,10 +355,6 @@ class PodManager:
                 self._workers.poke(uid)
         if not self._pending_sources:
             self._kill_orphans()
-        self._ticks += 1
-        if self._log_gc is not None and self._ticks % GC_EVERY == 0:
-            live = set(self._desired) | set(self._killing) | {uid for uid, _ in self._pleg.cache.items()}
-            await asyncio.to_thread(self._log_gc.collect, live)
 
     def _kill_orphans(self) -> None:
         for uid, record in list(self._pleg.cache.items()):

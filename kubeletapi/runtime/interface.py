@@ -72,6 +72,14 @@ class Runtime(Protocol):
         runs commands on the host)."""
         ...
 
+    async def list_images(self) -> Sequence[Image]:
+        """Every image the runtime has (none for the process runtime: nothing to collect)."""
+        ...
+
+    async def remove_image(self, image: str) -> None:
+        """Remove an image (image GC); NotFound is no error: it is gone."""
+        ...
+
     async def pull_image(self, image: str, sandbox: SandboxConfig | None = None, auth: AuthConfig | None = None) -> str:
         """Pull the image (with `auth`'s registry credentials if given); its reference (what
         status reports as imageID). Unavailable (or NotFound for an unknown image) with the

@@ -178,3 +178,4 @@ class Image:
     size: int = 0
     tags: tuple[str, ...] = ()
     digests: tuple[str, ...] = ()
+    pinned: bool = False  # the runtime keeps it (the sandbox image): never garbage collected

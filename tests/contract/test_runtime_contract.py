@@ -530,6 +530,21 @@ def test_image_status(case: RuntimeCase) -> None:
     case.run(go())
 
 
+def test_list_and_remove_images(case: RuntimeCase) -> None:
+    """Image GC's calls: the images the runtime has (none for the process runtime, which runs host
+    commands: nothing to collect); removing an image that is not there is no error (CRI's
+    RemoveImage is idempotent)."""
+    async def go() -> None:
+        listed = await case.runtime.list_images()
+        if case.cri:
+            assert any(case.image in image.tags for image in listed)
+        else:
+            assert listed == []
+        await case.runtime.remove_image("localhost/absent:1")
+        assert len(await case.runtime.list_images()) == len(listed)
+    case.run(go())
+
+
 def test_pull_of_an_absent_image_fails(case: RuntimeCase) -> None:
     if not case.cri:
         pytest.skip("the process runtime pulls nothing")

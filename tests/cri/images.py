@@ -119,6 +119,21 @@ def build_pause(build_dir: Path) -> ImageTar:
     return ImageTar("localhost/pause", "3.9", target)
 
 
+def build_marked(build_dir: Path, name: str, tag: str) -> ImageTar:
+    """A busybox with a file /marker naming it: an image of its own (its own ID), which removing
+    leaves localhost/busybox alone (image GC tests)."""
+    key = _digest(BUSYBOX_BINARY.read_bytes(), RECIPE_VERSION.encode(), f"{name}:{tag}".encode())
+    target = build_dir / f"marked-{key}.tar"
+    if not target.exists():
+        def populate(rootfs: Path) -> None:
+            _busybox_rootfs(rootfs)
+            (rootfs / "marker").write_text(f"{name}:{tag}\n")
+        with tempfile.TemporaryDirectory(dir=build_dir) as tmp:
+            layout = _layout(Path(tmp), tag, populate, ["--config.env", "PATH=/bin:/sbin", "--config.cmd", "/bin/sh"])
+            _tar(layout, target)
+    return ImageTar(name, tag, target)
+
+
 def missing_tools() -> list[str]:
     """What the build needs and this machine lacks."""
     missing = [tool for tool in ("umoci", "tar", os.environ.get("CC") or "gcc") if shutil.which(tool) is None]

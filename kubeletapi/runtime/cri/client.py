@@ -106,6 +106,7 @@ POD_SANDBOX_STATS = _rt("PodSandboxStats", pb.PodSandboxStatsRequest, pb.PodSand
 LIST_POD_SANDBOX_STATS = _rt("ListPodSandboxStats", pb.ListPodSandboxStatsRequest, pb.ListPodSandboxStatsResponse)
 IMAGE_STATUS = _img("ImageStatus", pb.ImageStatusRequest, pb.ImageStatusResponse)
 LIST_IMAGES = _img("ListImages", pb.ListImagesRequest, pb.ListImagesResponse)
+REMOVE_IMAGE = _img("RemoveImage", pb.RemoveImageRequest, pb.RemoveImageResponse)
 PULL_IMAGE = _img("PullImage", pb.PullImageRequest, pb.PullImageResponse, PULL_TIMEOUT_S)
 IMAGE_FS_INFO = _img("ImageFsInfo", pb.ImageFsInfoRequest, pb.ImageFsInfoResponse)
 

@@ -187,4 +187,5 @@ def image(item: pb.Image) -> Image:
     """A CRI Image; `ref` is its first repo digest when it has one (what the kubelet reports as a
     container's imageID), else its id."""
     ref = item.repo_digests[0] if item.repo_digests else item.id
-    return Image(id=item.id, ref=ref, size=item.size, tags=tuple(item.repo_tags), digests=tuple(item.repo_digests))
+    return Image(id=item.id, ref=ref, size=item.size, tags=tuple(item.repo_tags), digests=tuple(item.repo_digests),
+                 pinned=item.pinned)

@@ -363,6 +363,10 @@ class CRIRuntime:
         answer = await self._client.call(rpc.LIST_IMAGES, pb.ListImagesRequest())
         return [convert.image(item) for item in answer.images]
 
+    async def remove_image(self, image: str) -> None:
+        """Remove the image (by id, tag or digest); an image already gone is no error (CRI)."""
+        await self._client.call(rpc.REMOVE_IMAGE, pb.RemoveImageRequest(image=pb.ImageSpec(image=image)))
+
     async def pull_image(self, image: str, sandbox: SandboxConfig | None = None, auth: AuthConfig | None = None) -> str:
         request = pb.PullImageRequest(image=pb.ImageSpec(image=image))
         if auth is not None:

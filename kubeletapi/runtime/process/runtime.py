@@ -299,6 +299,12 @@ class ProcessRuntime:
     async def image_status(self, image: str) -> Image | None:
         return Image(id="", ref="")
 
+    async def list_images(self) -> Sequence[Image]:
+        return []  # commands run from the host: no images, nothing for image GC
+
+    async def remove_image(self, image: str) -> None:
+        return None
+
     async def pull_image(self, image: str, sandbox: SandboxConfig | None = None, auth: AuthConfig | None = None) -> str:
         return ""
 
