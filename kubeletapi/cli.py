@@ -130,6 +130,12 @@ CONFIG_FLAGS: list[tuple[str, tuple[str, ...], Any, str]] = [
     ("--pod-logs-dir", ("podLogsDir",), str, "root directory of container logs"),
     ("--cgroup-root", ("cgroupRoot",), str, "root cgroup for pods"),
     ("--max-pods", ("maxPods",), int, "maximum number of pods on this node"),
+    ("--image-gc-high-threshold", ("imageGCHighThresholdPercent",), int,
+     "image filesystem usage percent at which image GC runs (default 85; CRI runtime)"),
+    ("--image-gc-low-threshold", ("imageGCLowThresholdPercent",), int,
+     "image filesystem usage percent image GC frees down to (default 80)"),
+    ("--minimum-image-ttl-duration", ("imageMinimumGCAge",), _duration,
+     "minimum age of an unused image before image GC may remove it (default 2m)"),
     ("--pod-cidr", ("podCIDR",), str,
      "the pods' address range (standalone mode; with --kubeconfig the Node's spec.podCIDR): pods that are "
      "not hostNetwork get their own network namespace and address from it; empty: every pod uses the node's"),

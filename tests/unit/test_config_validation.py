@@ -381,7 +381,8 @@ def test_all_problems_at_once_naming_file_field_flag_and_origin(tmp_path: Path) 
         configuration(["--config", str(config), "--max-pods", "-3", "--root-dir", str(tmp_path / "root")], V2)
     assert str(err.value).splitlines() == [
         f"invalid configuration in kubelet config file {config} (6 errors):",
-        "  imageGCLowThresholdPercent: invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) "
+        "  imageGCLowThresholdPercent (--image-gc-low-threshold): invalid configuration: imageGCLowThresholdPercent "
+        "(--image-gc-low-threshold) "
         "90 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 85",
         "  maxPods (--max-pods, given on the command line): invalid configuration: maxPods (--max-pods) -3 must not "
         "be a negative number",
@@ -403,7 +404,8 @@ def test_a_default_that_conflicts_with_a_flag_is_labelled_default(tmp_path: Path
     path.write_text(HEADER + "imageGCHighThresholdPercent: 70\n")
     with pytest.raises(ConfigError) as err:
         configuration(["--config", str(path)], V2)
-    assert err.value.args[0].splitlines()[1].startswith("  imageGCLowThresholdPercent (default): ")
+    assert err.value.args[0].splitlines()[1].startswith(
+        "  imageGCLowThresholdPercent (--image-gc-low-threshold, default): ")
 
 
 def test_a_flag_overriding_a_good_file_value_is_named(tmp_path: Path) -> None:
