@@ -122,10 +122,13 @@ def test_removal_cleans_cgroups_state_and_volumes(start_agent: Callable[..., Age
     assert list((state / "containers").iterdir())
     (tmp_path / "manifests" / "p.yaml").unlink()
     wait_for(lambda: "p-testnode" not in pods(agent), what="removed")
-    wait_for(lambda: not list((state / "containers").iterdir()), what="container state removed")
-    assert not list((state / "sandboxes").iterdir())
-    assert not (tmp_path / "root" / "pods" / uid).exists()
-    assert not pod_cgroup.exists()
+    # The kill goes on after the pod leaves /pods: containers, sandbox (and its cgroup), then volumes.
+
+    def cleaned() -> bool:
+        return not (list((state / "containers").iterdir()) or list((state / "sandboxes").iterdir())
+                    or (tmp_path / "root" / "pods" / uid).exists() or pod_cgroup.exists())
+
+    wait_for(cleaned, what="container and sandbox state, the pod directory and its cgroup removed")
     logs = list((tmp_path / "logs").glob(f"default_p-testnode_{uid}/c/0.log"))
     assert logs, "logs are kept until the log GC"
 
