@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from kubeletapi import __version__
+from kubeletapi.api.quantity import Quantity, QuantityError
 from kubeletapi.cgroups import detect
 from kubeletapi.config import (
     Duration,
@@ -96,6 +97,39 @@ def _header(text: str) -> tuple[str, str]:
     return name, value
 
 
+def _reserved_memory(text: str) -> list[dict[str, Any]]:
+    """--reserved-memory (the kubelet's ReservedMemoryVar): `0:memory=1Gi,hugepages-2Mi=2Mi`, NUMA
+    nodes separated by `;`; the flag may be repeated. Its error texts are the kubelet's."""
+    out: list[dict[str, Any]] = []
+    for reservation in text.split(";") if text else []:
+        parts = reservation.split(":")
+        if len(parts) != 2:
+            raise argparse.ArgumentTypeError("the reserved memory has incorrect format, expected "
+                                             f"numaNodeID:type=quantity[,type=quantity...], got {reservation}")
+        try:
+            node = int(parts[0], 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError("failed to convert the NUMA node ID, exptected integer, "
+                                             f"got {parts[0]}") from None
+        limits: dict[str, str] = {}
+        for item in parts[1].split(","):
+            pair = item.split("=")
+            if len(pair) != 2:
+                raise argparse.ArgumentTypeError("the reserved limit has incorrect value, expected type=quantatity, "
+                                                 f"got {item}")
+            name, value = pair
+            if name != "memory" and not name.startswith("hugepages-"):
+                raise argparse.ArgumentTypeError(f'memory type conversion error, unknown type: "{name}"')
+            try:
+                Quantity.parse(value)
+            except QuantityError:
+                raise argparse.ArgumentTypeError("failed to parse the quantatity, expected quantatity, "
+                                                 f"got {value}") from None
+            limits[name] = value
+        out.append({"numaNode": node, "limits": limits})
+    return out
+
+
 # (flag, config path, type, help); flags without a path are node options (below).
 CONFIG_FLAGS: list[tuple[str, tuple[str, ...], Any, str]] = [
     ("--address", ("address",), str, "IP address to serve on (0.0.0.0 for all IPv4 interfaces)"),
@@ -145,6 +179,9 @@ CONFIG_FLAGS: list[tuple[str, tuple[str, ...], Any, str]] = [
     ("--kube-api-qps", ("kubeAPIQPS",), int, "requests per second to the API server"),
     ("--kube-api-burst", ("kubeAPIBurst",), int, "request burst to the API server"),
     ("--v", ("logging", "verbosity"), int, "log verbosity"),
+    ("--memory-manager-policy", ("memoryManagerPolicy",), str,
+     "None (default) or Static: Guaranteed pods get their memory from a NUMA node group (cpuset.mems), "
+     "kept in <root-dir>/memory_manager_state; Static needs --reserved-memory"),
 ]
 
 
@@ -168,6 +205,10 @@ def parser() -> argparse.ArgumentParser:
             p.add_argument(flag, type=kind, help=text)
     p.add_argument("--manifest-url-header", type=_header, action="append",
                    help="key:value header for --manifest-url (repeatable)")
+    p.add_argument("--reserved-memory", type=_reserved_memory, action="append",
+                   help="memory reserved per NUMA node for the Static memory manager, e.g. "
+                        "0:memory=1Gi,hugepages-1Gi=2Gi;1:memory=2Gi (repeatable); each type's sum must equal "
+                        "kube-reserved + system-reserved + the hard eviction threshold")
     p.add_argument("--hostname-override", help="node name instead of the hostname")
     p.add_argument("--node-ip", help="node IP address(es), comma-separated")
     p.add_argument("--root-dir", type=Path, help="state directory (default /var/lib/kubelet)")
@@ -251,6 +292,9 @@ def parse(argv: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[No
         for name, value in ns["manifest_url_header"]:
             headers.setdefault(name, []).append(value)
         flags.append(FlagValue("--manifest-url-header", ("staticPodURLHeader",), headers))
+    if "reserved_memory" in ns:
+        reservations = [r for given in ns["reserved_memory"] for r in given]
+        flags.append(FlagValue("--reserved-memory", ("reservedMemory",), reservations))
     opts = NodeOptions(
         config_file=ns.get("config"),
         hostname_override=ns.get("hostname_override", ""),
@@ -346,6 +390,7 @@ def _loop_factory() -> Any:
 # Config path -> the flag that sets it, for the messages that name a field.
 FLAG_NAMES = {".".join(path): flag for flag, path, _, _ in CONFIG_FLAGS}
 FLAG_NAMES["staticPodURLHeader"] = "--manifest-url-header"
+FLAG_NAMES["reservedMemory"] = "--reserved-memory"
 
 
 def host_facts() -> HostFacts:

@@ -40,6 +40,8 @@ class NodeOptions:
     # "cni": in apiserver mode the Node's spec.podCIDR becomes the pod network (the old kubelet's
     # --network-plugin); "": pods use the node's network unless --pod-cidr is given.
     network_plugin: str = ""
+    # The machine's NUMA nodes (the memory manager's topology); a fixture tree in tests.
+    numa_node_root: Path = Path("/sys/devices/system/node")
 
     def __post_init__(self) -> None:
         if self.bootstrap_kubeconfig is not None and self.kubeconfig is None:

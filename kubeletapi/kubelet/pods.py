@@ -24,6 +24,7 @@ from kubeletapi.cgroups import detect, new_writer
 from kubeletapi.clock import Clock
 from kubeletapi.config import KubeletConfiguration, NodeOptions
 from kubeletapi.errors import KubeletError
+from kubeletapi.kubelet.memory import MemoryAdmission, memory_manager
 from kubeletapi.kubelet.podnetwork import cri_conflist, process_networks
 from kubeletapi.metrics.pods import PodMetrics
 from kubeletapi.metrics.runtime import InstrumentedRuntime
@@ -183,13 +184,17 @@ class PodWiring:
                               max_parallel=cfg.max_parallel_image_pulls,
                               credentials=PullCredentials(api.secrets) if api is not None else None)
         self.volumes = volumes = PodVolumes(self.node, api=self._api_volumes(api, clock))
+        self.memory = memory_manager(cfg, opts, self.node.memory_capacity,
+                                     lambda: self.manager.sources_not_ready() is None)
         self._syncer = syncer = PodSyncer(self.runtime, self.node, clock, Backoff(clock), volumes,
                                           self.pleg, self.statuses, metrics, self.probes, images,
-                                          self._env(api), pod_events, self.network_error)
+                                          self._env(api), pod_events, self.network_error, self.memory)
         self.sources = [*self._sources(cfg, node_name, clock), *extra_sources]
         self.manager = PodManager(syncer, self.pleg, self.statuses, clock, cfg.max_pods,
                                   [name for name, _ in self.sources], metrics, LogGC(self.node.pod_logs_dir, clock),
                                   self.probes, pod_events)
+        self.manager.add_admitter(MemoryAdmission(self.memory))
+        self.manager.subscribe(lambda: self.memory.release(self.manager.active_pods()))
         self.queries = PodQueries(self.manager, self.pleg.cache)
         self.access = ContainerAccess(self.queries, self.runtime, clock)
         self.inventory = PodInventory(self.pleg.cache, self.manager, self.node, runtime_pids,
