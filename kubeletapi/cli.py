@@ -230,6 +230,10 @@ def parser() -> argparse.ArgumentParser:
                         "Node's spec.podCIDR (CNI plugins); default: the node's network")
     p.add_argument("--pod-bridge", help="the pod network's bridge (default kla<8 hex of the root dir's hash>)")
     p.add_argument("--housekeeping-interval", type=_duration, help="stats sampling period (default 10s)")
+    p.add_argument("--enable-pod-submission", type=_bool, nargs="?", const=True,
+                   help="accept PUT/POST /submittedpods on the secure port: a v1 Pod or PodList that replaces "
+                        "the pods of the api-http source (authorized as nodes/submittedpods; kept in "
+                        "<root-dir>/submitted_pods.json across restarts)")
     p.add_argument("--token-auth-file", type=Path, help='static tokens: token,user,uid,"group1,group2"')
     p.add_argument("--authorization-rbac-file", type=Path,
                    help="ClusterRoles and ClusterRoleBindings for --authorization-mode=RBAC")
@@ -313,6 +317,7 @@ def parse(argv: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[No
         cni_conf_dir=ns.get("cni_conf_dir", Path("/etc/cni/net.d")),
         pod_bridge=ns.get("pod_bridge", ""),
         network_plugin=ns.get("network_plugin", ""),
+        enable_pod_submission=ns.get("enable_pod_submission", False),
     )
     return opts, flags
 

@@ -113,6 +113,10 @@ async def _ports(namespace: str, pod: str, uid: str | None) -> PodPorts:
     raise NotFound("pod does not exist")
 
 
+async def _submit(body: bytes) -> Mapping[str, Any]:
+    return EMPTY_POD_LIST  # accepted, and nothing defined (a node without pods)
+
+
 @dataclass
 class FakeHost:
     """A Host whose every answer is a function field; the defaults are a node without pods."""
@@ -129,6 +133,7 @@ class FakeHost:
     pod_list: Callable[[], Mapping[str, Any]] = lambda: EMPTY_POD_LIST
     running_pods: Callable[[], Mapping[str, Any]] = lambda: EMPTY_POD_LIST
     manifests: Callable[[], Mapping[str, Any]] = lambda: {"items": []}
+    submit_pods: Callable[[bytes], Coroutine[Any, Any, Mapping[str, Any]]] = _submit
     container_logs: Callable[[str, str, str, PodLogOptions], Coroutine[Any, Any, AsyncIterator[bytes]]] = _logs
     run_in_container: Callable[[str, str, str | None, str, Sequence[str]], Coroutine[Any, Any, bytes]] = _run
     container_streams: Callable[[str, str, str | None, str], Coroutine[Any, Any, ContainerStreams]] = _streams

@@ -42,6 +42,8 @@ class NodeOptions:
     network_plugin: str = ""
     # The machine's NUMA nodes (the memory manager's topology); a fixture tree in tests.
     numa_node_root: Path = Path("/sys/devices/system/node")
+    # PUT/POST /submittedpods on the secure port: the `api-http` pod source (pods/submission.py).
+    enable_pod_submission: bool = False
 
     def __post_init__(self) -> None:
         if self.bootstrap_kubeconfig is not None and self.kubeconfig is None:

@@ -33,7 +33,7 @@ from kubeletapi.api.core_v1 import PodList
 from kubeletapi.certificate.store import KeyPair
 from kubeletapi.clock import Clock, RealClock
 from kubeletapi.config import KubeletConfiguration, NodeOptions, redacted
-from kubeletapi.errors import KubeletError
+from kubeletapi.errors import KubeletError, NotSupported
 from kubeletapi.health import HealthCheck, LogFlushMonitor, PingCheck, SyncLoopCheck
 from kubeletapi.kubelet import streams
 from kubeletapi.kubelet.certificates import CertificateWiring
@@ -141,6 +141,12 @@ class Kubelet:
 
     def manifests(self) -> Mapping[str, Any]:
         return {"items": [r.to_wire() for r in self._pods().manager.manifests()]}
+
+    async def submit_pods(self, body: bytes) -> Mapping[str, Any]:
+        submitted = self._pods().submission
+        if submitted is None:
+            raise NotSupported("pod submission is off (--enable-pod-submission)")
+        return PodList(items=await submitted.submit(body)).to_wire()
 
     async def container_logs(
         self, namespace: str, pod: str, container: str, opts: PodLogOptions
@@ -278,7 +284,8 @@ class Kubelet:
         specs = []
         if cfg.enable_server:
             security = Security(self._security.authenticator(tls), self._security.authorizer(), self.node_name)
-            app = create_app(self, "secure", metrics, security, cfg.enable_debugging_handlers)
+            app = create_app(self, "secure", metrics, security, cfg.enable_debugging_handlers,
+                             self.opts.enable_pod_submission)
             cert, key = self._serving_files(tls.cert, tls.key)
             self._serving = ServingContext(cert, key, tls.client_ca, cfg.tls_min_version, cfg.tls_cipher_suites)
             specs.append(ListenerSpec("secure", cfg.address, cfg.port, app, limits=self.limits,

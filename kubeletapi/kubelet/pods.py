@@ -46,6 +46,8 @@ from kubeletapi.pods.queries import PodQueries
 from kubeletapi.pods.services import ServiceEnv
 from kubeletapi.pods.sources import FileSource, PodSource, URLSource
 from kubeletapi.pods.statusstore import StatusStore
+from kubeletapi.pods.submission import SOURCE as SUBMITTED
+from kubeletapi.pods.submission import STATE_FILE, SubmissionSource
 from kubeletapi.pods.sync import PodSyncer
 from kubeletapi.pods.tokens import TokenManager
 from kubeletapi.pods.volumes import PodVolumes, run_command
@@ -189,12 +191,13 @@ class PodWiring:
         self._syncer = syncer = PodSyncer(self.runtime, self.node, clock, Backoff(clock), volumes,
                                           self.pleg, self.statuses, metrics, self.probes, images,
                                           self._env(api), pod_events, self.network_error, self.memory)
-        self.sources = [*self._sources(cfg, node_name, clock), *extra_sources]
+        self.submission = SubmissionSource(node_name, clock, opts.root_dir / STATE_FILE) \
+            if opts.enable_pod_submission else None
+        self.sources = [*self._sources(cfg, node_name, clock), *self._submitted(), *extra_sources]
         self.manager = PodManager(syncer, self.pleg, self.statuses, clock, cfg.max_pods,
                                   [name for name, _ in self.sources], metrics, LogGC(self.node.pod_logs_dir, clock),
                                   self.probes, pod_events)
-        self.manager.add_admitter(MemoryAdmission(self.memory))
-        self.manager.subscribe(lambda: self.memory.release(self.manager.active_pods()))
+        self._admit_memory()
         self.queries = PodQueries(self.manager, self.pleg.cache)
         self.access = ContainerAccess(self.queries, self.runtime, clock)
         self.inventory = PodInventory(self.pleg.cache, self.manager, self.node, runtime_pids,
@@ -205,6 +208,14 @@ class PodWiring:
         # apiserver mode with --network-plugin=cni: the pod network waits for the Node's podCIDR
         self._awaits_cidr = opts.network_plugin == "cni" and api is not None
         self._log_monitor_s = cfg.container_log_monitor_interval.seconds or 10.0
+
+    def _admit_memory(self) -> None:
+        """The memory manager admits new pods and gives back what stopped pods held."""
+        self.manager.add_admitter(MemoryAdmission(self.memory))
+        self.manager.subscribe(lambda: self.memory.release(self.manager.active_pods()))
+
+    def _submitted(self) -> list[tuple[str, PodSource]]:
+        return [(SUBMITTED, self.submission)] if self.submission is not None else []
 
     def _api_volumes(self, api: ApiReaders | None, clock: Clock) -> ApiVolumes | None:
         if api is None:

@@ -59,6 +59,11 @@ class Host(Protocol):
         """{"items": [...]}: every static pod manifest, accepted or rejected with its reason."""
         ...
 
+    async def submit_pods(self, body: bytes) -> Mapping[str, Any]:
+        """Replace the submitted pods (--enable-pod-submission) with a v1 Pod or PodList; the
+        PodList of the pods now defined. InvalidInput (400) when the body is refused: nothing changes."""
+        ...
+
     async def container_logs(
         self, namespace: str, pod: str, container: str, opts: PodLogOptions
     ) -> AsyncIterator[bytes]:
