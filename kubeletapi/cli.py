@@ -234,6 +234,7 @@ def parser() -> argparse.ArgumentParser:
                    help="accept PUT/POST /submittedpods on the secure port: a v1 Pod or PodList that replaces "
                         "the pods of the api-http source (authorized as nodes/submittedpods; kept in "
                         "<root-dir>/submitted_pods.json across restarts)")
+    p.add_argument("--node-log-dir", type=Path, help="the directory /logs/ serves (default /var/log)")
     p.add_argument("--token-auth-file", type=Path, help='static tokens: token,user,uid,"group1,group2"')
     p.add_argument("--authorization-rbac-file", type=Path,
                    help="ClusterRoles and ClusterRoleBindings for --authorization-mode=RBAC")
@@ -318,6 +319,7 @@ def parse(argv: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[No
         pod_bridge=ns.get("pod_bridge", ""),
         network_plugin=ns.get("network_plugin", ""),
         enable_pod_submission=ns.get("enable_pod_submission", False),
+        node_log_dir=ns.get("node_log_dir", Path("/var/log")),
     )
     return opts, flags
 

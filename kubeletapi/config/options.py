@@ -44,6 +44,7 @@ class NodeOptions:
     numa_node_root: Path = Path("/sys/devices/system/node")
     # PUT/POST /submittedpods on the secure port: the `api-http` pod source (pods/submission.py).
     enable_pod_submission: bool = False
+    node_log_dir: Path = Path("/var/log")  # what /logs/ serves (the kubelet's nodeLogDir)
 
     def __post_init__(self) -> None:
         if self.bootstrap_kubeconfig is not None and self.kubeconfig is None:

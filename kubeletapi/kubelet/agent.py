@@ -33,6 +33,7 @@ from kubeletapi.api.core_v1 import PodList
 from kubeletapi.certificate.store import KeyPair
 from kubeletapi.clock import Clock, RealClock
 from kubeletapi.config import KubeletConfiguration, NodeOptions, redacted
+from kubeletapi.config.featuregates import FeatureGates
 from kubeletapi.errors import KubeletError, NotSupported
 from kubeletapi.health import HealthCheck, LogFlushMonitor, PingCheck, SyncLoopCheck
 from kubeletapi.kubelet import streams
@@ -49,6 +50,8 @@ from kubeletapi.metrics.pods import LogUsageCollector, PodMetrics, VolumeCountsC
 from kubeletapi.metrics.probes import ProbeMetrics
 from kubeletapi.metrics.sinks import SinkCollector
 from kubeletapi.metrics.spec import new_registry
+from kubeletapi.node.logfiles import LogAnswer
+from kubeletapi.node.logviewer import NodeLogViewer
 from kubeletapi.pki import NodePKI
 from kubeletapi.runtime.logoptions import PodLogOptions
 from kubeletapi.server.app import create_app, create_healthz_app
@@ -104,6 +107,7 @@ class Kubelet:
         self.certs: CertificateWiring | None = None
         self._serving: ServingContext | None = None
         self._process_start: int | None = None
+        self._log_viewer: NodeLogViewer | None = None
 
     # --- Host ---------------------------------------------------------------------------------
     @property
@@ -141,6 +145,14 @@ class Kubelet:
 
     def manifests(self) -> Mapping[str, Any]:
         return {"items": [r.to_wire() for r in self._pods().manager.manifests()]}
+
+    async def node_logs(self, path: str, query: Sequence[tuple[str, str]], raw_query: str,
+                        headers: Mapping[str, str]) -> LogAnswer:
+        if self._log_viewer is None:
+            query_on = bool(self.cfg.enable_system_log_query) and FeatureGates(self.cfg.feature_gates).enabled(
+                "NodeLogQuery")
+            self._log_viewer = NodeLogViewer(self.opts.node_log_dir, query_on)
+        return await asyncio.to_thread(self._log_viewer.answer, path, query, raw_query, headers)
 
     async def submit_pods(self, body: bytes) -> Mapping[str, Any]:
         submitted = self._pods().submission
@@ -285,7 +297,7 @@ class Kubelet:
         if cfg.enable_server:
             security = Security(self._security.authenticator(tls), self._security.authorizer(), self.node_name)
             app = create_app(self, "secure", metrics, security, cfg.enable_debugging_handlers,
-                             self.opts.enable_pod_submission)
+                             self.opts.enable_pod_submission, cfg.enable_system_log_handler)
             cert, key = self._serving_files(tls.cert, tls.key)
             self._serving = ServingContext(cert, key, tls.client_ca, cfg.tls_min_version, cfg.tls_cipher_suites)
             specs.append(ListenerSpec("secure", cfg.address, cfg.port, app, limits=self.limits,

@@ -39,6 +39,7 @@ from kubeletapi.server.routes import (
     healthz,
     logs,
     metrics,
+    nodelogs,
     openapi,
     pods,
     run,
@@ -76,7 +77,8 @@ def _base_app(host: Host, listener: Listener) -> ListenerApp:
     return app
 
 
-def api(host: Host, role: Role, debugging_handlers: bool = True, pod_submission: bool = False) -> FastAPI:
+def api(host: Host, role: Role, debugging_handlers: bool = True, pod_submission: bool = False,
+        system_log_handler: bool = True) -> FastAPI:
     """The routes of a listener, without middleware (also the source of its OpenAPI document)."""
     app = _base_app(host, role)
     # Routes are added to the app itself (not through include_router) so app.routes is flat:
@@ -87,6 +89,7 @@ def api(host: Host, role: Role, debugging_handlers: bool = True, pod_submission:
     metrics.install(app)
     if role == "secure" and debugging_handlers:
         pods.install_debugging(app)
+        nodelogs.install(app, system_log_handler)
         logs.install(app)
         run.install(app)
         exec.install(app)
@@ -106,9 +109,10 @@ def create_app(
     security: Security | None = None,
     debugging_handlers: bool = True,
     pod_submission: bool = False,
+    system_log_handler: bool = True,
 ) -> ASGIApp:
     """The ASGI app of the secure or read-only listener, middleware included."""
-    app = api(host, role, debugging_handlers, pod_submission)
+    app = api(host, role, debugging_handlers, pod_submission, system_log_handler)
     debugging = role == "secure" and debugging_handlers
     buckets = AUTH_NOT_REQUIRED_BUCKETS + (DEBUGGING_BUCKETS if debugging else DEBUGGING_DISABLED_BUCKETS)
     inner: ASGIApp

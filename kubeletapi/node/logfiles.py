@@ -1,0 +1,190 @@
+"""/logs/: the node's log directory as the kubelet serves it, Go's http.FileServer under
+StripPrefix("/logs/") over http.Dir("/var/log") (the directory injected here, --node-log-dir).
+
+- the path after /logs is cleaned as path.Clean("/"+p): `..` never climbs above the directory;
+  a symlink whose target leaves the directory is refused too (404), where Go would follow it;
+- a directory without its trailing slash: 301 to `<base>/` (relative, query kept); a file with
+  one: 301 to `../<base>`; `.../index.html`: 301 to `./`; a directory with an index.html serves it;
+- a directory: Go's listing (`<!doctype html>`, the viewport meta, `<pre>`, one `<a>` per entry
+  sorted by name, directories with a slash), text/html, Last-Modified;
+- a file: its bytes, Content-Type from the extension or sniffed (text/plain; charset=utf-8 for
+  text, application/octet-stream otherwise), Last-Modified, Accept-Ranges, If-Modified-Since;
+- errors as Go's http.Error: `404 page not found`, `403 Forbidden`, `500 Internal Server Error`.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import mimetypes
+import os
+import posixpath
+import stat
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+TEXT = "text/plain; charset=utf-8"
+HTML = "text/html; charset=utf-8"
+_HTML_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;", "'": "&#39;"})
+# Go's builtin mime table (mime/type.go) for what a log directory holds; the rest from Python's.
+_GO_TYPES = {".css": "text/css; charset=utf-8", ".gif": "image/gif", ".htm": "text/html; charset=utf-8",
+             ".html": "text/html; charset=utf-8", ".jpeg": "image/jpeg", ".jpg": "image/jpeg",
+             ".js": "text/javascript; charset=utf-8", ".json": "application/json", ".pdf": "application/pdf",
+             ".png": "image/png", ".svg": "image/svg+xml", ".wasm": "application/wasm",
+             ".webp": "image/webp", ".xml": "text/xml; charset=utf-8", ".gz": "application/gzip"}
+
+
+@dataclass(frozen=True)
+class LogAnswer:
+    """What /logs answers: a status, headers, and `body`, the file at `file` (`size` bytes), or
+    the chunks of `stream` (a journal's output)."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes = b""
+    file: Path | None = None
+    size: int = 0
+    stream: AsyncIterator[bytes] | None = field(default=None, compare=False)
+
+
+def error(status: int, message: str) -> LogAnswer:
+    """http.Error: the message and a newline, plain text, nosniff."""
+    return LogAnswer(status, (("Content-Type", TEXT), ("X-Content-Type-Options", "nosniff")),
+                     (message + "\n").encode())
+
+
+NOT_FOUND = error(404, "404 page not found")
+
+
+def _redirect(target: str, query: str) -> LogAnswer:
+    return LogAnswer(301, (("Location", target + ("?" + query if query else "")),))
+
+
+def _http_date(mtime: float) -> str:
+    return email.utils.formatdate(int(mtime), usegmt=True)
+
+
+def _content_type(path: Path) -> str:
+    ext = path.suffix.lower()
+    if ext in _GO_TYPES:
+        return _GO_TYPES[ext]
+    guessed, _ = mimetypes.guess_type(path.name, strict=True)
+    if guessed and ext:
+        return guessed + ("; charset=utf-8" if guessed.startswith("text/") else "")
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(512)
+    except OSError:
+        return "application/octet-stream"
+    return _sniff(head)
+
+
+def _sniff(head: bytes) -> str:
+    """http.DetectContentType's verdict for log files: text or binary."""
+    if not head:
+        return TEXT
+    if any(b in head for b in (0, 1, 2, 3, 4, 5, 6, 7, 8, 11, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
+                                26, 27, 28, 29, 30, 31)):
+        return "application/octet-stream"
+    stripped = head.lstrip(b"\t\n\x0c\r ").lower()
+    if stripped.startswith((b"<!doctype html", b"<html", b"<head", b"<body", b"<pre")):
+        return HTML
+    if stripped.startswith(b"<?xml"):
+        return "text/xml; charset=utf-8"
+    return TEXT
+
+
+def listing(directory: Path) -> bytes:
+    """dirList: Go's HTML listing of a directory."""
+    entries = []
+    with os.scandir(directory) as scan:
+        for entry in scan:
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                is_dir = False
+            entries.append(entry.name + ("/" if is_dir else ""))
+    lines = ["<!doctype html>\n", '<meta name="viewport" content="width=device-width">\n', "<pre>\n"]
+    for name in sorted(entries, key=lambda n: n.rstrip("/").encode("utf-8", "surrogateescape")):
+        href = quote(name, safe="/$&+,;=:@-._~")  # Go's shouldEscape(encodePath)
+        if ":" in name.split("/", 1)[0]:
+            href = "./" + href  # url.URL{Path: name}.String() guards a colon in the first segment
+        lines.append(f'<a href="{href}">{name.translate(_HTML_ESCAPES)}</a>\n')
+    lines.append("</pre>\n")
+    return "".join(lines).encode("utf-8", "surrogateescape")
+
+
+class LogFileServer:
+    """http.FileServer over `root`; `serve(path, query)` with the path after /logs."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def serve(self, url_path: str, query: str = "", if_modified_since: str | None = None) -> LogAnswer:
+        if not url_path.startswith("/"):
+            url_path = "/" + url_path
+        if url_path.endswith("/index.html"):
+            return _redirect("./", query)
+        name = posixpath.normpath(url_path)
+        name = "/" if name in ("//", "/.") else name
+        target = self._resolve(name)
+        if target is None:
+            return NOT_FOUND
+        try:
+            info = target.stat()
+        except FileNotFoundError:
+            return NOT_FOUND
+        except PermissionError:
+            return error(403, "403 Forbidden")
+        except OSError:
+            return error(500, "500 Internal Server Error")
+        if stat.S_ISDIR(info.st_mode):
+            if not url_path.endswith("/"):
+                return _redirect(posixpath.basename(url_path) + "/", query)
+            index = target / "index.html"
+            if index.is_file() and self._resolve(name.rstrip("/") + "/index.html") is not None:
+                return self._file(index, index.stat(), if_modified_since)
+            return self._directory(target, info, if_modified_since)
+        if url_path.endswith("/"):
+            return _redirect("../" + posixpath.basename(url_path.rstrip("/")), query)
+        return self._file(target, info, if_modified_since)
+
+    def _resolve(self, name: str) -> Path | None:
+        """The path under the root; None when a symlink takes it outside (refused as not found)."""
+        real_root = os.path.realpath(self.root)
+        target = os.path.realpath(os.path.join(real_root, name.lstrip("/")))
+        if target != real_root and not target.startswith(real_root.rstrip("/") + "/"):
+            return None
+        return Path(target)
+
+    def _directory(self, directory: Path, info: os.stat_result, since: str | None) -> LogAnswer:
+        modified = _http_date(info.st_mtime)
+        if _not_modified(since, info.st_mtime):
+            return LogAnswer(304, (("Last-Modified", modified),))
+        try:
+            body = listing(directory)
+        except PermissionError:
+            return error(403, "403 Forbidden")
+        except OSError:
+            return error(500, "Error reading directory")
+        return LogAnswer(200, (("Content-Type", HTML), ("Last-Modified", modified)), body)
+
+    def _file(self, path: Path, info: os.stat_result, since: str | None) -> LogAnswer:
+        modified = _http_date(info.st_mtime)
+        if _not_modified(since, info.st_mtime):
+            return LogAnswer(304, (("Last-Modified", modified),))
+        if not os.access(path, os.R_OK):
+            return error(403, "403 Forbidden")
+        headers = (("Accept-Ranges", "bytes"), ("Content-Type", _content_type(path)), ("Last-Modified", modified))
+        return LogAnswer(200, headers, file=path, size=info.st_size)
+
+
+def _not_modified(header: str | None, mtime: float) -> bool:
+    if not header:
+        return False
+    try:
+        since = email.utils.parsedate_to_datetime(header).timestamp()
+    except (TypeError, ValueError):
+        return False
+    return int(mtime) <= since
