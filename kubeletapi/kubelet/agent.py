@@ -46,6 +46,7 @@ from kubeletapi.loopwatch import LoopWatch
 from kubeletapi.metrics.certificates import ClientCertificateCollector
 from kubeletapi.metrics.events import EventsCollector
 from kubeletapi.metrics.kubelet import KubeletMetrics
+from kubeletapi.metrics.memory import MemoryManagerMetrics
 from kubeletapi.metrics.pods import LogUsageCollector, PodMetrics, VolumeCountsCollector
 from kubeletapi.metrics.probes import ProbeMetrics
 from kubeletapi.metrics.sinks import SinkCollector
@@ -209,6 +210,7 @@ class Kubelet:
             self.pods = PodWiring(self.cfg, self.opts, self.node_name, str(self.node_ips[0]), self.clock, metrics,
                                   api_sources, api=self.cluster.readers if self.cluster is not None else None,
                                   events=self.cluster.events if self.cluster is not None else None)
+            self.pods.memory.observe(MemoryManagerMetrics(self._registries["metrics"]))
             self._registries["metrics"].register(LogUsageCollector(self.pods.inventory.log_dirs))
             self._registries["metrics"].register(VolumeCountsCollector(self.pods.volumes.counts))
             self.stats = StatsProvider(self.cfg, self.opts, self.node_name, self.clock, self.pods)

@@ -89,6 +89,9 @@ def test_static_policy_accounts_pins_refuses_restores_and_releases(tmp_path: Pat
         assert recorded["machineState"]["0"]["numberOfAssignments"] == 1
         if os.geteuid() == 0 and Path("/sys/fs/cgroup/cpuset").is_dir():
             assert cpuset_mems(args, uid) == ["0"]
+        metrics = httpx.get(f"http://{LOOPBACK}:{flag(args, '--read-only-port')}/metrics", timeout=5).text
+        assert "kubelet_memory_manager_pinning_requests_total 2\n" in metrics  # g's container and huge's
+        assert "kubelet_memory_manager_pinning_errors_total 1\n" in metrics
         before = (tmp_path / "root" / "memory_manager_state").read_bytes()
         code, _ = agent.stop()
         assert code == 0

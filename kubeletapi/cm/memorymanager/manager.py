@@ -19,6 +19,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
+from typing import Protocol
 
 from kubeletapi.api.core_v1 import Container, Pod
 from kubeletapi.api.quantity import BINARY_SI, DECIMAL_SI, Quantity, QuantityError, coerce_quantity
@@ -35,6 +36,7 @@ from kubeletapi.cm.memorymanager.state import (
     write_atomic,
 )
 from kubeletapi.cm.memorymanager.topology import NUMANode
+from kubeletapi.cm.qos import QOSClass, qos_class
 from kubeletapi.errors import ConfigError, StartupError
 
 log = logging.getLogger(__name__)
@@ -106,6 +108,12 @@ def system_reserved_memory(topology: Sequence[NUMANode], reservation: Mapping[st
     return out
 
 
+class PinningObserver(Protocol):
+    """Where Allocate is counted (kubelet_memory_manager_pinning_{requests,errors}_total)."""
+
+    def pinning(self, failed: bool) -> None: ...
+
+
 class MemoryManager:
     """The memory manager of one node; `policy` None or Static (validated by the config)."""
 
@@ -116,6 +124,7 @@ class MemoryManager:
         self.policy_name = policy
         self._static: StaticPolicy | None = None
         self._sources_ready = sources_ready
+        self._observer: PinningObserver | None = None
         if policy == POLICY_STATIC:
             system = system_reserved_memory(topology, reservation or {}, reserved)
             try:
@@ -166,6 +175,9 @@ class MemoryManager:
         except OSError as exc:
             log.error("Could not save checkpoint %s: %s", self.path, exc)
 
+    def observe(self, observer: PinningObserver) -> None:
+        self._observer = observer
+
     # --- admission and lifecycle ------------------------------------------------------------------
     def allocate(self, pod: Pod, active: Sequence[Pod]) -> tuple[str, str] | None:
         """Admit `pod` (None) or refuse it: (reason, message) as admission.GetPodAdmitResult."""
@@ -174,9 +186,15 @@ class MemoryManager:
         if self._sources_ready():
             self._drop_stale({p.metadata.uid: p for p in (*active, pod)})
         changed = False
+        guaranteed = qos_class(pod) == QOSClass.GUARANTEED  # what Allocate counts as a pinning request
         try:
             for container in (*pod.spec.init_containers, *pod.spec.containers):
-                changed |= self._static.allocate(self._machine, self._entries, pod, container)
+                try:
+                    changed |= self._static.allocate(self._machine, self._entries, pod, container)
+                except PolicyError:
+                    self._count(guaranteed, failed=True)
+                    raise
+                self._count(guaranteed, failed=False)
         except PolicyError as exc:
             log.error("Allocate error pod=%s/%s: %s", pod.metadata.namespace, pod.metadata.name, exc)
             return UNEXPECTED, f"Allocate failed due to {exc}, which is unexpected"
@@ -184,6 +202,10 @@ class MemoryManager:
             if changed:
                 self._store(self._state)
         return None
+
+    def _count(self, guaranteed: bool, failed: bool) -> None:
+        if guaranteed and self._observer is not None:
+            self._observer.pinning(failed)
 
     def release(self, active: Mapping[str, Pod]) -> None:
         """Give back the memory of pods no longer active (removed and stopped)."""
