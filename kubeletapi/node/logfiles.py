@@ -14,6 +14,7 @@ StripPrefix("/logs/") over http.Dir("/var/log") (the directory injected here, --
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import mimetypes
 import os
@@ -178,6 +179,16 @@ class LogFileServer:
             return error(403, "403 Forbidden")
         headers = (("Accept-Ranges", "bytes"), ("Content-Type", _content_type(path)), ("Last-Modified", modified))
         return LogAnswer(200, headers, file=path, size=info.st_size)
+
+
+async def file_chunks(path: Path, size: int = 64 * 1024) -> AsyncIterator[bytes]:
+    """A served file's bytes, read off the event loop."""
+    handle = await asyncio.to_thread(path.open, "rb")
+    try:
+        while chunk := await asyncio.to_thread(handle.read, size):
+            yield chunk
+    finally:
+        handle.close()
 
 
 def _not_modified(header: str | None, mtime: float) -> bool:

@@ -5,29 +5,16 @@ false every method under /logs/ answers 405 `logs endpoint is disabled.`, as the
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 from fastapi import FastAPI, Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 
+from kubeletapi.node.logfiles import file_chunks
 from kubeletapi.server.apidoc import Doc, documented, text, untyped
 from kubeletapi.server.host import Host
 from kubeletapi.server.routing import add_any_method_route
 
 PREFIX = "/logs/"
 DISABLED = "logs endpoint is disabled.\n"
-CHUNK = 64 * 1024
-
-
-async def _file_chunks(path: Path) -> AsyncIterator[bytes]:
-    handle = await asyncio.to_thread(path.open, "rb")
-    try:
-        while chunk := await asyncio.to_thread(handle.read, CHUNK):
-            yield chunk
-    finally:
-        handle.close()
 
 
 async def node_logs(request: Request) -> Response:
@@ -41,7 +28,7 @@ async def node_logs(request: Request) -> Response:
         return StreamingResponse(answer.stream, answer.status, headers=headers)
     if answer.file is not None:
         headers["Content-Length"] = str(answer.size)
-        return StreamingResponse(_file_chunks(answer.file), answer.status, headers=headers)
+        return StreamingResponse(file_chunks(answer.file), answer.status, headers=headers)
     return Response(answer.body, answer.status, headers=headers)
 
 
