@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from kubeletapi import __version__
-from kubeletapi.api.quantity import Quantity, QuantityError
 from kubeletapi.cgroups import detect
 from kubeletapi.config import (
     Duration,
@@ -35,6 +34,7 @@ from kubeletapi.config import (
     read_config_file,
     validate,
 )
+from kubeletapi.config.reservedmemory import parse_reserved_memory
 from kubeletapi.errors import ConfigError, KubeletError, NotSupported, Unavailable
 from kubeletapi.kubelet import Kubelet
 
@@ -98,36 +98,11 @@ def _header(text: str) -> tuple[str, str]:
 
 
 def _reserved_memory(text: str) -> list[dict[str, Any]]:
-    """--reserved-memory (the kubelet's ReservedMemoryVar): `0:memory=1Gi,hugepages-2Mi=2Mi`, NUMA
-    nodes separated by `;`; the flag may be repeated. Its error texts are the kubelet's."""
-    out: list[dict[str, Any]] = []
-    for reservation in text.split(";") if text else []:
-        parts = reservation.split(":")
-        if len(parts) != 2:
-            raise argparse.ArgumentTypeError("the reserved memory has incorrect format, expected "
-                                             f"numaNodeID:type=quantity[,type=quantity...], got {reservation}")
-        try:
-            node = int(parts[0], 10)
-        except ValueError:
-            raise argparse.ArgumentTypeError("failed to convert the NUMA node ID, exptected integer, "
-                                             f"got {parts[0]}") from None
-        limits: dict[str, str] = {}
-        for item in parts[1].split(","):
-            pair = item.split("=")
-            if len(pair) != 2:
-                raise argparse.ArgumentTypeError("the reserved limit has incorrect value, expected type=quantatity, "
-                                                 f"got {item}")
-            name, value = pair
-            if name != "memory" and not name.startswith("hugepages-"):
-                raise argparse.ArgumentTypeError(f'memory type conversion error, unknown type: "{name}"')
-            try:
-                Quantity.parse(value)
-            except QuantityError:
-                raise argparse.ArgumentTypeError("failed to parse the quantatity, expected quantatity, "
-                                                 f"got {value}") from None
-            limits[name] = value
-        out.append({"numaNode": node, "limits": limits})
-    return out
+    """--reserved-memory (repeatable): config.reservedmemory's syntax and errors."""
+    try:
+        return parse_reserved_memory(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 # (flag, config path, type, help); flags without a path are node options (below).
