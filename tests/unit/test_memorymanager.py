@@ -18,7 +18,9 @@ from kubeletapi.api.quantity import coerce_quantity
 from kubeletapi.cm.memorymanager.manager import MemoryManager, node_allocatable_reservation
 from kubeletapi.cm.memorymanager.state import CheckpointError, decode, encode
 from kubeletapi.cm.memorymanager.topology import HugePages, NUMANode, binary_quantity, read_topology
+from kubeletapi.config import KubeletConfiguration, NodeOptions
 from kubeletapi.errors import StartupError
+from kubeletapi.kubelet.memory import MemoryAdmission, memory_manager
 
 FIXTURES = Path(__file__).parent / "fixtures" / "memorymanager"
 GI = 1 << 30
@@ -238,3 +240,34 @@ def test_node_allocatable_reservation() -> None:
                                         {"memory.available": "100Mi"}, capacity) == {"memory": "1624Mi"}
     assert node_allocatable_reservation({}, {}, {"memory.available": "10%"}, capacity) == {"memory": str(8 * GI // 10)}
     assert node_allocatable_reservation({}, {}, {}, capacity) == {}
+
+
+# --- the wiring: configuration and a fixture tree to a manager --------------------------------------
+
+def test_from_configuration_and_a_two_node_tree(tmp_path: Path) -> None:
+    tree = numa_tree(tmp_path / "node", {0: (4 * GI // 1024, {2048: 64}), 1: (4 * GI // 1024, {2048: 64})})
+    cfg = KubeletConfiguration.model_validate({
+        "memoryManagerPolicy": "Static", "kubeReserved": {"memory": "412Mi"},
+        "reservedMemory": [{"numaNode": 0, "limits": {"memory": "256Mi"}},
+                           {"numaNode": 1, "limits": {"memory": "256Mi"}}]})
+    opts = NodeOptions(root_dir=tmp_path / "root", numa_node_root=tree)
+    mm = memory_manager(cfg, opts, 8 * GI, lambda: True)  # 412Mi + evictionHard's 100Mi = 512Mi
+    state = mm.state().machine_state
+    assert state is not None
+    assert state[1].memory_map["hugepages-2Mi"].allocatable == 128 * MI  # type: ignore[union-attr,index]
+    assert state[0].memory_map["memory"].allocatable == 4 * GI - 256 * MI - 128 * MI  # type: ignore[union-attr,index]
+    admission = MemoryAdmission(mm)
+    assert admission.admit(guaranteed("fits", "3Gi", hugepages="128Mi"), []) is None
+    assert mm.cpuset_mems("uid-fits", "app") == "0"
+    refusal = admission.admit(guaranteed("nowhere", "7Gi"), [guaranteed("fits", "3Gi", hugepages="128Mi")])
+    assert refusal is not None and (refusal.reason, refusal.message) == REFUSED
+
+
+def test_unknown_policy_and_mismatched_sums_from_configuration(tmp_path: Path) -> None:
+    opts = NodeOptions(root_dir=tmp_path, numa_node_root=numa_tree(tmp_path / "node", {0: (1 << 20, {})}))
+    with pytest.raises(StartupError, match='Failed to initialize memory manager: unknown policy: "static"'):
+        memory_manager(KubeletConfiguration.model_validate({"memoryManagerPolicy": "static"}), opts, GI, lambda: True)
+    cfg = KubeletConfiguration.model_validate({"memoryManagerPolicy": "Static", "evictionHard": {
+        "memory.available": "10%"}, "reservedMemory": [{"numaNode": 0, "limits": {"memory": "100Mi"}}]})
+    with pytest.raises(StartupError, match='"100Mi" of type "memory" is not equal to the value "102Mi"'):
+        memory_manager(cfg, opts, 1020 * MI, lambda: True)
