@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import gzip
 import json
 import os
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 
 from kubeletapi.node.logfiles import listing
 from kubeletapi.node.logquery import NodeLogQuery, NodeLogReader, journalctl_args, parse
+from kubeletapi.node.logviewer import NodeLogViewer
 
 GO_HREFS = {
     "b&<x>.txt": "b&%3Cx%3E.txt", "a b?c#d": "a%20b%3Fc%23d", "ü.log": "%C3%BC.log", "100%.log": "100%25.log",
@@ -78,3 +80,19 @@ def test_without_journalctl_everything_is_a_file(tmp_path: Path) -> None:
 def test_times_keep_their_offset() -> None:
     nlq, _ = parse([("query", "x"), ("sinceTime", "2024-01-02T03:04:05-01:30")])
     assert nlq is not None and nlq.since == dt.datetime(2024, 1, 2, 4, 34, 5, tzinfo=dt.UTC)
+
+
+def test_journal_answer_is_gzipped_on_request(tmp_path: Path, fake_journalctl: Path) -> None:
+    viewer = NodeLogViewer(tmp_path, True, NodeLogReader(tmp_path, str(fake_journalctl)))
+
+    async def body(headers: dict[str, str]) -> tuple[dict[str, str], bytes]:
+        answer = viewer.answer("", [("query", "known"), ("tailLines", "3")], "query=known&tailLines=3", headers)
+        assert answer.stream is not None and answer.status == 200
+        return dict(answer.headers), b"".join([c async for c in answer.stream])
+
+    headers, packed = asyncio.run(body({"accept-encoding": "gzip"}))
+    assert headers == {"Content-Type": "text/plain;charset=UTF-8", "Content-Encoding": "gzip"}
+    plain_headers, plain = asyncio.run(body({}))
+    assert plain_headers == {"Content-Type": "text/plain;charset=UTF-8"}
+    assert gzip.decompress(packed) == plain
+    assert json.loads(plain)[-3:] == ["--pager-end", "--lines=3", "--unit=known"]
