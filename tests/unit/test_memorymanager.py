@@ -271,3 +271,44 @@ def test_unknown_policy_and_mismatched_sums_from_configuration(tmp_path: Path) -
         "memory.available": "10%"}, "reservedMemory": [{"numaNode": 0, "limits": {"memory": "100Mi"}}]})
     with pytest.raises(StartupError, match='"100Mi" of type "memory" is not equal to the value "102Mi"'):
         memory_manager(cfg, opts, 1020 * MI, lambda: True)
+
+
+@pytest.mark.parametrize(("blob", "error"), [
+    # what encoding/json says for each (a Go program decoding into the kubelet's types printed these)
+    (b"[1]", "json: cannot unmarshal array into Go value of type state.MemoryManagerCheckpoint"),
+    (b'{"machineState":{"0":{"numberOfAssignments":"x"}}}', "json: cannot unmarshal string into Go struct field "
+     "NUMANodeState.machineState.numberOfAssignments of type int"),
+    (b'{"machineState":{"0":{"memoryMap":{"memory":{"total":-1}}}}}', "json: cannot unmarshal number -1 into Go "
+     "struct field MemoryTable.machineState.memoryMap.total of type uint64"),
+    (b'{"checksum":1.0}', "json: cannot unmarshal number 1.0 into Go struct field "
+     "MemoryManagerCheckpoint.checksum of type checksum.Checksum"),
+    (b'{"machineState":{"0":{"cells":[1e3]}}}', "json: cannot unmarshal number 1e3 into Go struct field "
+     "NUMANodeState.machineState.cells of type int"),
+    (b'{"entries":{"p":{"c":[{"size":"1"}]}}}', "json: cannot unmarshal string into Go struct field "
+     "Block.entries.size of type uint64"),
+    (b'{"entries":{"p":3}}', "json: cannot unmarshal number into Go struct field MemoryManagerCheckpoint.entries "
+     "of type map[string][]state.Block"),
+    (b'{"policyName": 2.5}', "json: cannot unmarshal number into Go struct field MemoryManagerCheckpoint.policyName "
+     "of type string"),
+    (b'{"machineState":{"x":{}}}', "json: cannot unmarshal number x into Go struct field "
+     "MemoryManagerCheckpoint.machineState of type int"),
+])
+def test_type_errors_are_encoding_jsons(blob: bytes, error: str) -> None:
+    with pytest.raises(CheckpointError) as err:
+        decode(blob)
+    assert str(err.value) == error
+
+
+@pytest.mark.parametrize(("blob", "error"), [
+    (b'{"a":}', "invalid character '}' looking for beginning of value"),
+    (b'{"a" 1}', "invalid character '1' after object key"),
+    (b'{"a":1 "b":2}', "invalid character '\"' after object key:value pair"),
+    (b'{"a":[1 2]}', "invalid character '2' after array element"),
+    (b"{'a':1}", "invalid character '\\'' looking for beginning of object key string"),
+    (b'{} x', "invalid character 'x' after top-level value"),
+    (b'{"a":', "unexpected end of JSON input"),
+])
+def test_syntax_errors_are_encoding_jsons(blob: bytes, error: str) -> None:
+    with pytest.raises(CheckpointError) as err:
+        decode(blob)
+    assert str(err.value) == error

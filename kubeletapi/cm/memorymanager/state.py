@@ -226,16 +226,19 @@ def encode(cp: Checkpoint) -> bytes:
     return json.dumps(out, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+class _Float(str):
+    """A JSON number with a fraction or exponent, kept as written (Go names it in its error)."""
+
+
 class _Reader:
     """Go's json.Unmarshal into the checkpoint's types: field names match case-insensitively,
-    unknown fields are ignored, null leaves nil, a wrong type is an error naming the field."""
+    unknown fields are ignored, null leaves nil, and a value of the wrong type is the first
+    UnmarshalTypeError: `json: cannot unmarshal <kind> into Go struct field <Struct>.<path> of
+    type <type>` (the path: the JSON field names from the top, map keys left out)."""
 
-    def __init__(self) -> None:
-        self.where = ""
-
-    def fields(self, value: Any, names: tuple[str, ...], where: str) -> dict[str, Any]:
+    def fields(self, value: Any, names: tuple[str, ...], struct: str, path: str, go_type: str) -> dict[str, Any]:
         if not isinstance(value, dict):
-            raise self.type_error(value, where)
+            raise self.type_error(value, struct, path, go_type)
         out: dict[str, Any] = {}
         for key, item in value.items():
             for name in names:
@@ -243,89 +246,102 @@ class _Reader:
                     out[name] = item
         return out
 
-    def type_error(self, value: Any, where: str) -> CheckpointError:
-        kinds = {dict: "object", list: "array", str: "string", bool: "bool", int: "number", float: "number"}
-        return CheckpointError(f"json: cannot unmarshal {kinds.get(type(value), 'value')} into Go struct field "
-                               f"MemoryManagerCheckpoint.{where}")
+    @staticmethod
+    def type_error(value: Any, struct: str, path: str, go_type: str) -> CheckpointError:
+        if isinstance(value, _Float | int) and not isinstance(value, bool):
+            # the literal only when the target is a number too (encoding/json's literalStore)
+            kind = f"number {value}" if go_type in ("int", "uint64", "checksum.Checksum") else "number"
+        else:
+            kind = {dict: "object", list: "array", str: "string", bool: "bool"}.get(type(value), "value")
+        if not path:
+            return CheckpointError(f"json: cannot unmarshal {kind} into Go value of type {go_type}")
+        return CheckpointError(f"json: cannot unmarshal {kind} into Go struct field {struct}.{path} of type {go_type}")
 
-    def uint(self, value: Any, where: str, signed: bool = False) -> int:
+    def number(self, value: Any, struct: str, path: str, go_type: str = "uint64") -> int:
         if value is None:
             return 0
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.type_error(value, where)
-        if (isinstance(value, float) and not value.is_integer()) or (value < 0 and not signed) or abs(value) >= 1 << 64:
-            raise CheckpointError(f"json: cannot unmarshal number {value} into Go struct field "
-                                  f"MemoryManagerCheckpoint.{where} of type {'int' if signed else 'uint64'}")
-        return int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.type_error(value, struct, path, go_type)
+        low = -(1 << 63) if go_type == "int" else 0
+        high = (1 << 63) if go_type == "int" else (1 << 64)
+        if not low <= value < high:
+            raise self.type_error(value, struct, path, go_type)
+        return value
 
-    def ints(self, value: Any, where: str) -> list[int] | None:
+    def ints(self, value: Any, struct: str, path: str) -> list[int] | None:
         if value is None:
             return None
         if not isinstance(value, list):
-            raise self.type_error(value, where)
-        return [self.uint(v, where, signed=True) for v in value]
+            raise self.type_error(value, struct, path, "[]int")
+        return [self.number(v, struct, path, "int") for v in value]
 
-    def table(self, value: Any, where: str) -> MemoryTable | None:
+    def table(self, value: Any) -> MemoryTable | None:
         if value is None:
             return None
-        f = self.fields(value, ("total", "systemReserved", "allocatable", "reserved", "free"), where)
-        return MemoryTable(*(self.uint(f.get(k), f"{where}.{k}") for k in
-                             ("total", "systemReserved", "allocatable", "reserved", "free")))
+        path = "machineState.memoryMap"
+        names = ("total", "systemReserved", "allocatable", "reserved", "free")
+        f = self.fields(value, names, "NUMANodeState", path, "state.MemoryTable")
+        return MemoryTable(*(self.number(f.get(k), "MemoryTable", f"{path}.{k}") for k in names))
 
-    def node(self, value: Any, where: str) -> NUMANodeState | None:
+    def node(self, value: Any) -> NUMANodeState | None:
         if value is None:
             return None
-        f = self.fields(value, ("numberOfAssignments", "memoryMap", "cells"), where)
+        f = self.fields(value, ("numberOfAssignments", "memoryMap", "cells"), "MemoryManagerCheckpoint",
+                        "machineState", "state.NUMANodeState")
         tables = f.get("memoryMap")
         if tables is not None and not isinstance(tables, dict):
-            raise self.type_error(tables, f"{where}.memoryMap")
+            raise self.type_error(tables, "NUMANodeState", "machineState.memoryMap",
+                                  "map[v1.ResourceName]*state.MemoryTable")
         return NUMANodeState(
-            self.uint(f.get("numberOfAssignments"), f"{where}.numberOfAssignments", signed=True),
-            None if tables is None else {k: self.table(t, f"{where}.memoryMap") for k, t in tables.items()},
-            self.ints(f.get("cells"), f"{where}.cells"))
+            self.number(f.get("numberOfAssignments"), "NUMANodeState", "machineState.numberOfAssignments", "int"),
+            None if tables is None else {k: self.table(t) for k, t in tables.items()},
+            self.ints(f.get("cells"), "NUMANodeState", "machineState.cells"))
 
     def blocks(self, value: Any) -> list[Block] | None:
         if value is None:
             return None
         if not isinstance(value, list):
-            raise self.type_error(value, "entries")
+            raise self.type_error(value, "MemoryManagerCheckpoint", "entries", "[]state.Block")
         out = []
         for item in value:
-            f = self.fields(item, ("numaAffinity", "type", "size"), "entries")
+            f = self.fields(item, ("numaAffinity", "type", "size"), "MemoryManagerCheckpoint", "entries",
+                            "state.Block")
             kind = f.get("type")
-            if kind is not None and not isinstance(kind, str):
-                raise self.type_error(kind, "entries.type")
-            out.append(Block(self.ints(f.get("numaAffinity"), "entries.numaAffinity"), kind or "",
-                             self.uint(f.get("size"), "entries.size")))
+            if kind is not None and (not isinstance(kind, str) or isinstance(kind, _Float)):
+                raise self.type_error(kind, "Block", "entries.type", "v1.ResourceName")
+            out.append(Block(self.ints(f.get("numaAffinity"), "Block", "entries.numaAffinity"), kind or "",
+                             self.number(f.get("size"), "Block", "entries.size")))
         return out
 
 
 def decode(blob: bytes) -> Checkpoint:
     """UnmarshalCheckpoint then VerifyChecksum; CheckpointError with the kubelet's words."""
     try:
-        raw = json.loads(blob)
+        raw = json.loads(blob, parse_float=_Float)
     except (ValueError, UnicodeDecodeError) as exc:
         raise CheckpointError(_json_error(blob, exc)) from None
     r = _Reader()
-    f = r.fields(raw, ("policyName", "machineState", "entries", "checksum"), "")
+    top = "MemoryManagerCheckpoint"
+    f = r.fields(raw, ("policyName", "machineState", "entries", "checksum"), top, "", "state.MemoryManagerCheckpoint")
     cp = Checkpoint()  # NewMemoryManagerCheckpoint: both maps start empty, not nil
     if "policyName" in f:
-        if f["policyName"] is not None and not isinstance(f["policyName"], str):
-            raise r.type_error(f["policyName"], "policyName")
+        if f["policyName"] is not None and (not isinstance(f["policyName"], str) or isinstance(f["policyName"],
+                                                                                              _Float)):
+            raise r.type_error(f["policyName"], top, "policyName", "string")
         cp.policy_name = f["policyName"] or ""
     if "machineState" in f:
         ms = f["machineState"]
         if ms is not None and not isinstance(ms, dict):
-            raise r.type_error(ms, "machineState")
-        cp.machine_state = None if ms is None else {_node_id(k): r.node(v, "machineState") for k, v in ms.items()}
+            raise r.type_error(ms, top, "machineState", "state.NUMANodeMap")
+        cp.machine_state = None if ms is None else {_node_id(k): r.node(v) for k, v in ms.items()}
     if "entries" in f:
         es = f["entries"]
         if es is not None and not isinstance(es, dict):
-            raise r.type_error(es, "entries")
+            raise r.type_error(es, top, "entries", "state.ContainerMemoryAssignments")
         cp.entries = None if es is None else {
             pod: None if cs is None else {name: r.blocks(bs) for name, bs in _object(r, cs).items()}
             for pod, cs in es.items()}
-    cp.checksum = r.uint(f.get("checksum"), "checksum")
+    cp.checksum = r.number(f.get("checksum"), top, "checksum", "checksum.Checksum")
     if checksum(cp) != cp.checksum:
         raise CheckpointError(CORRUPT)
     return cp
@@ -333,7 +349,7 @@ def decode(blob: bytes) -> Checkpoint:
 
 def _object(r: _Reader, value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise r.type_error(value, "entries")
+        raise r.type_error(value, "MemoryManagerCheckpoint", "entries", "map[string][]state.Block")
     return value
 
 
@@ -341,14 +357,45 @@ def _node_id(key: str) -> int:
     try:
         return int(key, 10)
     except ValueError:
-        raise CheckpointError(f"json: cannot unmarshal number {key} into Go value of type int") from None
+        raise CheckpointError(f"json: cannot unmarshal number {key} into Go struct field "
+                              "MemoryManagerCheckpoint.machineState of type int") from None
 
 
 def _json_error(blob: bytes, exc: Exception) -> str:
-    text = blob.decode("utf-8", "replace").strip()
-    if not text or (isinstance(exc, json.JSONDecodeError) and exc.pos >= len(blob.rstrip())):
+    """encoding/json's SyntaxError text for what Python's decoder refused."""
+    text = blob.decode("utf-8", "replace")
+    if not isinstance(exc, json.JSONDecodeError):
+        return "invalid character in JSON input"  # not UTF-8
+    if not text.strip() or exc.pos >= len(text.rstrip()):
         return "unexpected end of JSON input"
-    return f"invalid character in JSON: {exc}"
+    char = text[exc.pos]
+    quoted = "'\\''" if char == "'" else f"'{char}'"
+    if exc.msg.startswith("Extra data"):
+        return f"invalid character {quoted} after top-level value"
+    if exc.msg.startswith("Expecting property name"):
+        return f"invalid character {quoted} looking for beginning of object key string"
+    if exc.msg.startswith("Expecting ':'"):
+        return f"invalid character {quoted} after object key"
+    if exc.msg.startswith("Expecting ','"):
+        inside = _innermost(text[:exc.pos])
+        return f"invalid character {quoted} after {'object key:value pair' if inside == '{' else 'array element'}"
+    return f"invalid character {quoted} looking for beginning of value"
+
+
+def _innermost(text: str) -> str:
+    """The innermost open bracket at the end of `text` (strings skipped)."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (char == "\\", char != '"')
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            stack.append(char)
+        elif char in "}]" and stack:
+            stack.pop()
+    return stack[-1] if stack else ""
 
 
 def write_atomic(path: Path, data: bytes) -> None:
