@@ -197,7 +197,6 @@ class PodWiring:
         self.manager = PodManager(syncer, self.pleg, self.statuses, clock, cfg.max_pods,
                                   [name for name, _ in self.sources], metrics, LogGC(self.node.pod_logs_dir, clock),
                                   self.probes, pod_events)
-        self._admit_memory()
         self.queries = PodQueries(self.manager, self.pleg.cache)
         self.access = ContainerAccess(self.queries, self.runtime, clock)
         self.inventory = PodInventory(self.pleg.cache, self.manager, self.node, runtime_pids,
@@ -210,7 +209,9 @@ class PodWiring:
         self._log_monitor_s = cfg.container_log_monitor_interval.seconds or 10.0
 
     def _admit_memory(self) -> None:
-        """The memory manager admits new pods and gives back what stopped pods held."""
+        """The memory manager admits new pods and gives back what stopped pods held. Added at start,
+        after any handler the composition root added since construction: the kubelet asks its
+        eviction handler before the topology/memory manager's."""
         self.manager.add_admitter(MemoryAdmission(self.memory))
         self.manager.subscribe(lambda: self.memory.release(self.manager.active_pods()))
 
@@ -265,6 +266,7 @@ class PodWiring:
         if self._log_rotator is not None:
             self._tasks.append(asyncio.create_task(self._log_rotator.run(self._log_monitor_s),
                                                    name="container-log-rotation"))
+        self._admit_memory()  # before any source delivers a pod
         for name, source in self.sources:
             self._tasks.append(asyncio.create_task(source.run(self.manager.apply), name=f"source-{name}"))
 
