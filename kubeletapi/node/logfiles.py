@@ -7,8 +7,9 @@ StripPrefix("/logs/") over http.Dir("/var/log") (the directory injected here, --
   one: 301 to `../<base>`; `.../index.html`: 301 to `./`; a directory with an index.html serves it;
 - a directory: Go's listing (`<!doctype html>`, the viewport meta, `<pre>`, one `<a>` per entry
   sorted by name, directories with a slash), text/html, Last-Modified;
-- a file: its bytes, Content-Type from the extension or sniffed (text/plain; charset=utf-8 for
-  text, application/octet-stream otherwise), Last-Modified, Accept-Ranges, If-Modified-Since;
+- a file: its bytes, Content-Type from the extension (node/gomime.py) or sniffed (text/plain;
+  charset=utf-8 for text, application/octet-stream otherwise), Last-Modified, Accept-Ranges,
+  If-Modified-Since, one Range (206; several ranges: the whole file, where Go sends multipart);
 - errors as Go's http.Error: `404 page not found`, `403 Forbidden`, `500 Internal Server Error`.
 """
 
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import mimetypes
 import os
 import posixpath
 import stat
@@ -25,17 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
+from kubeletapi.node.gomime import MimeTypes
+
 TEXT = "text/plain; charset=utf-8"
 HTML = "text/html; charset=utf-8"
 _HTML_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;", "'": "&#39;"})
-# Go's builtin mime table (mime/type.go) for what a log directory holds; the rest from Python's.
-_GO_TYPES = {".css": "text/css; charset=utf-8", ".gif": "image/gif", ".htm": "text/html; charset=utf-8",
-             ".html": "text/html; charset=utf-8", ".jpeg": "image/jpeg", ".jpg": "image/jpeg",
-             ".js": "text/javascript; charset=utf-8", ".json": "application/json", ".pdf": "application/pdf",
-             ".png": "image/png", ".svg": "image/svg+xml", ".wasm": "application/wasm",
-             ".webp": "image/webp", ".xml": "text/xml; charset=utf-8", ".gz": "application/gzip"}
-
-
 @dataclass(frozen=True)
 class LogAnswer:
     """What /logs answers: a status, headers, and `body`, the file at `file` (`size` bytes), or
@@ -45,7 +39,8 @@ class LogAnswer:
     headers: tuple[tuple[str, str], ...] = ()
     body: bytes = b""
     file: Path | None = None
-    size: int = 0
+    size: int = 0  # bytes of `file` to send, from `offset`
+    offset: int = 0
     stream: AsyncIterator[bytes] | None = field(default=None, compare=False)
 
 
@@ -66,13 +61,11 @@ def _http_date(mtime: float) -> str:
     return email.utils.formatdate(int(mtime), usegmt=True)
 
 
-def _content_type(path: Path) -> str:
-    ext = path.suffix.lower()
-    if ext in _GO_TYPES:
-        return _GO_TYPES[ext]
-    guessed, _ = mimetypes.guess_type(path.name, strict=True)
-    if guessed and ext:
-        return guessed + ("; charset=utf-8" if guessed.startswith("text/") else "")
+def _content_type(path: Path, types: MimeTypes) -> str:
+    """serveContent: the type of the extension, else sniffed from the first 512 bytes."""
+    ext = path.name[path.name.rfind("."):] if "." in path.name else ""
+    if ext and (known := types.type_by_extension(ext)):
+        return known
     try:
         with path.open("rb") as handle:
             head = handle.read(512)
@@ -119,10 +112,12 @@ def listing(directory: Path) -> bytes:
 class LogFileServer:
     """http.FileServer over `root`; `serve(path, query)` with the path after /logs."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, types: MimeTypes | None = None) -> None:
         self.root = root
+        self._types = types or MimeTypes()
 
-    def serve(self, url_path: str, query: str = "", if_modified_since: str | None = None) -> LogAnswer:
+    def serve(self, url_path: str, query: str = "", if_modified_since: str | None = None,
+              byte_range: str | None = None) -> LogAnswer:
         if not url_path.startswith("/"):
             url_path = "/" + url_path
         if url_path.endswith("/index.html"):
@@ -145,11 +140,11 @@ class LogFileServer:
                 return _redirect(posixpath.basename(url_path) + "/", query)
             index = target / "index.html"
             if index.is_file() and self._resolve(name.rstrip("/") + "/index.html") is not None:
-                return self._file(index, index.stat(), if_modified_since)
+                return self._file(index, index.stat(), if_modified_since, byte_range)
             return self._directory(target, info, if_modified_since)
         if url_path.endswith("/"):
             return _redirect("../" + posixpath.basename(url_path.rstrip("/")), query)
-        return self._file(target, info, if_modified_since)
+        return self._file(target, info, if_modified_since, byte_range)
 
     def _resolve(self, name: str) -> Path | None:
         """The path under the root; None when a symlink takes it outside (refused as not found)."""
@@ -171,22 +166,90 @@ class LogFileServer:
             return error(500, "Error reading directory")
         return LogAnswer(200, (("Content-Type", HTML), ("Last-Modified", modified)), body)
 
-    def _file(self, path: Path, info: os.stat_result, since: str | None) -> LogAnswer:
+    def _file(self, path: Path, info: os.stat_result, since: str | None, byte_range: str | None) -> LogAnswer:
         modified = _http_date(info.st_mtime)
         if _not_modified(since, info.st_mtime):
             return LogAnswer(304, (("Last-Modified", modified),))
         if not os.access(path, os.R_OK):
             return error(403, "403 Forbidden")
-        headers = (("Accept-Ranges", "bytes"), ("Content-Type", _content_type(path)), ("Last-Modified", modified))
-        return LogAnswer(200, headers, file=path, size=info.st_size)
+        headers = (("Accept-Ranges", "bytes"), ("Content-Type", _content_type(path, self._types)),
+                   ("Last-Modified", modified))
+        size = info.st_size
+        try:
+            ranges = parse_range(byte_range or "", size)
+        except RangeError as exc:
+            refusal = error(416, str(exc))
+            extra = (("Content-Range", f"bytes */{size}"),) if exc.no_overlap else ()
+            return LogAnswer(416, (*headers[2:], *extra, *refusal.headers), refusal.body)
+        if len(ranges) == 1 and ranges[0][1] <= size:  # several ranges: the whole file (see the README)
+            start, length = ranges[0]
+            return LogAnswer(206, (*headers, ("Content-Range", f"bytes {start}-{start + length - 1}/{size}")),
+                             file=path, size=length, offset=start)
+        return LogAnswer(200, headers, file=path, size=size)
 
 
-async def file_chunks(path: Path, size: int = 64 * 1024) -> AsyncIterator[bytes]:
-    """A served file's bytes, read off the event loop."""
+class RangeError(ValueError):
+    def __init__(self, message: str, no_overlap: bool = False) -> None:
+        super().__init__(message)
+        self.no_overlap = no_overlap
+
+
+def parse_range(header: str, size: int) -> list[tuple[int, int]]:
+    """net/http's parseRange: (start, length) pairs; RangeError `invalid range` or, when no range
+    overlaps a non-empty file, `invalid range: failed to overlap`."""
+    if not header:
+        return []
+    if not header.startswith("bytes="):
+        raise RangeError("invalid range")
+    parts = [p.strip(" \t") for p in header[len("bytes="):].split(",")]
+    found = [_one_range(p, size) for p in parts if p]
+    ranges = [r for r in found if r is not None]
+    if len(ranges) < len(found) and not ranges:
+        if size == 0:
+            return []
+        raise RangeError("invalid range: failed to overlap", no_overlap=True)
+    if sum(length for _, length in ranges) > size:
+        return []  # more bytes than the file: ignored, as Go ignores it
+    return ranges
+
+
+def _one_range(part: str, size: int) -> tuple[int, int] | None:
+    """One `start-end`, `start-` or `-suffix`; None when it starts past the end."""
+    start, sep, end = part.partition("-")
+    start, end = start.strip(" \t"), end.strip(" \t")
+    if not sep:
+        raise RangeError("invalid range")
+    if not start:
+        if not end.isdigit():
+            raise RangeError("invalid range")
+        suffix = min(int(end), size)
+        return size - suffix, suffix
+    if not start.isdigit():
+        raise RangeError("invalid range")
+    first = int(start)
+    if first >= size:
+        return None
+    if not end:
+        return first, size - first
+    if not end.isdigit() or first > int(end):
+        raise RangeError("invalid range")
+    return first, min(int(end), size - 1) - first + 1
+
+
+async def file_chunks(path: Path, offset: int = 0, length: int | None = None,
+                      chunk: int = 64 * 1024) -> AsyncIterator[bytes]:
+    """`length` bytes of a served file from `offset` (to its end: None), read off the event loop."""
     handle = await asyncio.to_thread(path.open, "rb")
     try:
-        while chunk := await asyncio.to_thread(handle.read, size):
-            yield chunk
+        handle.seek(offset)
+        left = length
+        while left is None or left > 0:
+            data = await asyncio.to_thread(handle.read, chunk if left is None else min(chunk, left))
+            if not data:
+                break
+            if left is not None:
+                left -= len(data)
+            yield data
     finally:
         handle.close()
 

@@ -42,7 +42,7 @@ class NodeLogViewer:
                         stream = _gzip(stream)
                     return LogAnswer(200, tuple(out), stream=stream)
                 path = nlq.files[0].replace("\\", "/")
-        return self.files.serve(path, raw_query, headers.get("if-modified-since"))
+        return self.files.serve(path, raw_query, headers.get("if-modified-since"), headers.get("range"))
 
 
 async def _gzip(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:

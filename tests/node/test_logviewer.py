@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kubeletapi.node.logfiles import listing
+from kubeletapi.node.gomime import MimeTypes
+from kubeletapi.node.logfiles import RangeError, listing, parse_range
 from kubeletapi.node.logquery import NodeLogQuery, NodeLogReader, journalctl_args, parse
 from kubeletapi.node.logviewer import NodeLogViewer
 
@@ -96,3 +97,39 @@ def test_journal_answer_is_gzipped_on_request(tmp_path: Path, fake_journalctl: P
     assert plain_headers == {"Content-Type": "text/plain;charset=UTF-8"}
     assert gzip.decompress(packed) == plain
     assert json.loads(plain)[-3:] == ["--pager-end", "--lines=3", "--unit=known"]
+
+
+def test_go_mime_table(tmp_path: Path) -> None:
+    globs = tmp_path / "globs2"
+    globs.write_text("# comment\n50:text/x-log:*.log\n40:text/plain:*.log\n50:application/x-custom:*.cst\n"
+                     "50:text/x-ignored:*.[ch]\n50:image/x-mine:*.png\n")
+    types = MimeTypes([tmp_path / "missing", globs], [])
+    assert types.type_by_extension(".log") == "text/x-log; charset=utf-8"  # the first, highest weight
+    assert types.type_by_extension(".CST") == "application/x-custom"
+    assert types.type_by_extension(".png") == "image/png"  # the builtin table wins
+    assert types.type_by_extension(".c") == ""
+    mime_types = tmp_path / "mime.types"
+    mime_types.write_text("text/x-old log old # comment\napplication/x-y yy\n")
+    fallback = MimeTypes([tmp_path / "missing"], [mime_types])
+    assert fallback.type_by_extension(".log") == "text/x-old; charset=utf-8"
+    assert fallback.type_by_extension(".yy") == "application/x-y"
+
+
+@pytest.mark.parametrize(("header", "size", "ranges"), [
+    ("bytes=0-3", 16, [(0, 4)]), ("bytes=-3", 16, [(13, 3)]), ("bytes=10-", 16, [(10, 6)]),
+    ("bytes=10-100", 16, [(10, 6)]), ("bytes=0-1,4-5", 16, [(0, 2), (4, 2)]), ("", 16, []),
+    ("bytes=0-,0-,0-", 16, []),  # more than the file: ignored
+    ("bytes=20-", 0, []),  # an empty file ignores the range
+])
+def test_ranges(header: str, size: int, ranges: list[tuple[int, int]]) -> None:
+    assert parse_range(header, size) == ranges
+
+
+@pytest.mark.parametrize(("header", "message"), [
+    ("items=0-1", "invalid range"), ("bytes=x", "invalid range"), ("bytes=5-1", "invalid range"),
+    ("bytes=-", "invalid range"), ("bytes=20-", "invalid range: failed to overlap"),
+])
+def test_bad_ranges(header: str, message: str) -> None:
+    with pytest.raises(RangeError) as err:
+        parse_range(header, 16)
+    assert str(err.value) == message

@@ -28,7 +28,8 @@ async def node_logs(request: Request) -> Response:
         return StreamingResponse(answer.stream, answer.status, headers=headers)
     if answer.file is not None:
         headers["Content-Length"] = str(answer.size)
-        return StreamingResponse(file_chunks(answer.file), answer.status, headers=headers)
+        return StreamingResponse(file_chunks(answer.file, answer.offset, answer.size), answer.status,
+                                 headers=headers)
     return Response(answer.body, answer.status, headers=headers)
 
 
