@@ -22,6 +22,9 @@ def memory_manager(cfg: KubeletConfiguration, opts: NodeOptions, memory_capacity
                    sources_ready: Callable[[], bool]) -> MemoryManager:
     """NewManager + Start: StartupError (exit 1) with the kubelet's message when it cannot run."""
     policy = cfg.memory_manager_policy
+    if policy == "BestEffort":  # the Windows-only policy
+        raise StartupError('Failed to initialize memory manager: policy "BestEffort" is not available for '
+                           'platform "linux"')
     if policy not in (POLICY_NONE, POLICY_STATIC):
         raise StartupError(f'Failed to initialize memory manager: unknown policy: "{policy}"')
     if policy == POLICY_NONE:

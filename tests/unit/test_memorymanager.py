@@ -267,6 +267,9 @@ def test_unknown_policy_and_mismatched_sums_from_configuration(tmp_path: Path) -
     opts = NodeOptions(root_dir=tmp_path, numa_node_root=numa_tree(tmp_path / "node", {0: (1 << 20, {})}))
     with pytest.raises(StartupError, match='Failed to initialize memory manager: unknown policy: "static"'):
         memory_manager(KubeletConfiguration.model_validate({"memoryManagerPolicy": "static"}), opts, GI, lambda: True)
+    with pytest.raises(StartupError, match='policy "BestEffort" is not available for platform "linux"'):
+        memory_manager(KubeletConfiguration.model_validate({"memoryManagerPolicy": "BestEffort"}), opts, GI,
+                       lambda: True)
     cfg = KubeletConfiguration.model_validate({"memoryManagerPolicy": "Static", "evictionHard": {
         "memory.available": "10%"}, "reservedMemory": [{"numaNode": 0, "limits": {"memory": "100Mi"}}]})
     with pytest.raises(StartupError, match='"100Mi" of type "memory" is not equal to the value "102Mi"'):
