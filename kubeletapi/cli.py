@@ -34,6 +34,7 @@ from kubeletapi.config import (
     read_config_file,
     validate,
 )
+from kubeletapi.config.reservedmemory import parse_reserved_memory
 from kubeletapi.errors import ConfigError, KubeletError, NotSupported, Unavailable
 from kubeletapi.kubelet import Kubelet
 from kubeletapi.kubelet.runonce import RunOnce
@@ -97,6 +98,14 @@ def _header(text: str) -> tuple[str, str]:
     return name, value
 
 
+def _reserved_memory(text: str) -> list[dict[str, Any]]:
+    """--reserved-memory (repeatable): config.reservedmemory's syntax and errors."""
+    try:
+        return parse_reserved_memory(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 # (flag, config path, type, help); flags without a path are node options (below).
 CONFIG_FLAGS: list[tuple[str, tuple[str, ...], Any, str]] = [
     ("--address", ("address",), str, "IP address to serve on (0.0.0.0 for all IPv4 interfaces)"),
@@ -152,6 +161,9 @@ CONFIG_FLAGS: list[tuple[str, tuple[str, ...], Any, str]] = [
     ("--kube-api-qps", ("kubeAPIQPS",), int, "requests per second to the API server"),
     ("--kube-api-burst", ("kubeAPIBurst",), int, "request burst to the API server"),
     ("--v", ("logging", "verbosity"), int, "log verbosity"),
+    ("--memory-manager-policy", ("memoryManagerPolicy",), str,
+     "None (default) or Static: Guaranteed pods get their memory from a NUMA node group (cpuset.mems), "
+     "kept in <root-dir>/memory_manager_state; Static needs --reserved-memory"),
 ]
 
 
@@ -175,6 +187,10 @@ def parser() -> argparse.ArgumentParser:
             p.add_argument(flag, type=kind, help=text)
     p.add_argument("--manifest-url-header", type=_header, action="append",
                    help="key:value header for --manifest-url (repeatable)")
+    p.add_argument("--reserved-memory", type=_reserved_memory, action="append",
+                   help="memory reserved per NUMA node for the Static memory manager, e.g. "
+                        "0:memory=1Gi,hugepages-1Gi=2Gi;1:memory=2Gi (repeatable); each type's sum must equal "
+                        "kube-reserved + system-reserved + the hard eviction threshold")
     p.add_argument("--hostname-override", help="node name instead of the hostname")
     p.add_argument("--node-ip", help="node IP address(es), comma-separated")
     p.add_argument("--root-dir", type=Path, help="state directory (default /var/lib/kubelet)")
@@ -206,6 +222,11 @@ def parser() -> argparse.ArgumentParser:
                    help="run the static pods (--pod-manifest-path, --manifest-url) once, wait until each runs "
                         "or fails, print the result per pod, remove them and exit: 0 when all ran, else 1; "
                         "no server is started")
+    p.add_argument("--enable-pod-submission", type=_bool, nargs="?", const=True,
+                   help="accept PUT/POST /submittedpods on the secure port: a v1 Pod or PodList that replaces "
+                        "the pods of the api-http source (authorized as nodes/submittedpods; kept in "
+                        "<root-dir>/submitted_pods.json across restarts)")
+    p.add_argument("--node-log-dir", type=Path, help="the directory /logs/ serves (default /var/log)")
     p.add_argument("--token-auth-file", type=Path, help='static tokens: token,user,uid,"group1,group2"')
     p.add_argument("--authorization-rbac-file", type=Path,
                    help="ClusterRoles and ClusterRoleBindings for --authorization-mode=RBAC")
@@ -268,6 +289,9 @@ def parse(argv: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[No
         for name, value in ns["manifest_url_header"]:
             headers.setdefault(name, []).append(value)
         flags.append(FlagValue("--manifest-url-header", ("staticPodURLHeader",), headers))
+    if "reserved_memory" in ns:
+        reservations = [r for given in ns["reserved_memory"] for r in given]
+        flags.append(FlagValue("--reserved-memory", ("reservedMemory",), reservations))
     opts = NodeOptions(
         config_file=ns.get("config"),
         hostname_override=ns.get("hostname_override", ""),
@@ -290,6 +314,8 @@ def parse(argv: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[No
         max_dead_per_container=ns.get("maximum_dead_containers_per_container", 1),
         max_dead_containers=ns.get("maximum_dead_containers", -1),
         run_once=ns.get("runonce", False),
+        enable_pod_submission=ns.get("enable_pod_submission", False),
+        node_log_dir=ns.get("node_log_dir", Path("/var/log")),
     )
     return opts, flags
 
@@ -367,6 +393,7 @@ def _loop_factory() -> Any:
 # Config path -> the flag that sets it, for the messages that name a field.
 FLAG_NAMES = {".".join(path): flag for flag, path, _, _ in CONFIG_FLAGS}
 FLAG_NAMES["staticPodURLHeader"] = "--manifest-url-header"
+FLAG_NAMES["reservedMemory"] = "--reserved-memory"
 
 
 def host_facts() -> HostFacts:

@@ -30,6 +30,7 @@ from kubeletapi.health import HealthCheck, PingCheck
 from kubeletapi.kubelet.security import SecurityWiring, tls_files
 from kubeletapi.metrics.kubelet import KubeletMetrics
 from kubeletapi.metrics.spec import new_registry
+from kubeletapi.node.logfiles import NOT_FOUND, LogAnswer
 from kubeletapi.runtime.logoptions import PodLogOptions
 from kubeletapi.server.app import Role, create_app, create_healthz_app
 from kubeletapi.server.auth import Security
@@ -113,6 +114,15 @@ async def _ports(namespace: str, pod: str, uid: str | None) -> PodPorts:
     raise NotFound("pod does not exist")
 
 
+async def _node_logs(path: str, query: Sequence[tuple[str, str]], raw_query: str,
+                     headers: Mapping[str, str]) -> LogAnswer:
+    return NOT_FOUND  # an empty node log directory
+
+
+async def _submit(body: bytes) -> Mapping[str, Any]:
+    return EMPTY_POD_LIST  # accepted, and nothing defined (a node without pods)
+
+
 @dataclass
 class FakeHost:
     """A Host whose every answer is a function field; the defaults are a node without pods."""
@@ -129,6 +139,9 @@ class FakeHost:
     pod_list: Callable[[], Mapping[str, Any]] = lambda: EMPTY_POD_LIST
     running_pods: Callable[[], Mapping[str, Any]] = lambda: EMPTY_POD_LIST
     manifests: Callable[[], Mapping[str, Any]] = lambda: {"items": []}
+    node_logs: Callable[[str, Sequence[tuple[str, str]], str, Mapping[str, str]],
+                        Coroutine[Any, Any, LogAnswer]] = _node_logs
+    submit_pods: Callable[[bytes], Coroutine[Any, Any, Mapping[str, Any]]] = _submit
     container_logs: Callable[[str, str, str, PodLogOptions], Coroutine[Any, Any, AsyncIterator[bytes]]] = _logs
     run_in_container: Callable[[str, str, str | None, str, Sequence[str]], Coroutine[Any, Any, bytes]] = _run
     container_streams: Callable[[str, str, str | None, str], Coroutine[Any, Any, ContainerStreams]] = _streams

@@ -72,6 +72,8 @@ class V1Writer(BaseWriter):
             self._set_memory(self._controller_dir("memory", path), config.memory_limit)
         if config.pids_limit:
             write_file(self.fs, self._controller_dir("pids", path) / "pids.max", limit_text(config.pids_limit))
+        if config.cpuset_mems:
+            write_file(self.fs, self._controller_dir("cpuset", path) / "cpuset.mems", config.cpuset_mems)
 
     def oom_kill_count(self, path: str) -> int:
         # The oom_kill line exists since Linux 4.13; older kernels report no kills.

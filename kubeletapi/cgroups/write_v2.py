@@ -98,6 +98,8 @@ class V2Writer(BaseWriter):
             write_file(self.fs, directory / "memory.max", limit_text(config.memory_limit))
         if config.pids_limit:
             write_file(self.fs, directory / "pids.max", limit_text(config.pids_limit))
+        if config.cpuset_mems:
+            write_file(self.fs, directory / "cpuset.mems", config.cpuset_mems)
 
     def oom_kill_count(self, path: str) -> int:
         # memory.events counts the cgroup and its descendants (unless mounted with memory_localevents).

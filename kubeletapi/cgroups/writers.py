@@ -39,6 +39,7 @@ class ResourceConfig:
     cpu_period: int | None = None
     memory_limit: int | None = None
     pids_limit: int | None = None
+    cpuset_mems: str | None = None  # cpuset.mems, a NUMA node list ("0,1")
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,11 @@ class NodeOptions:
     max_dead_containers: int = -1
     # --runonce: run the static pods once, report, remove them and exit (kubelet.runonce).
     run_once: bool = False
+    # The machine's NUMA nodes (the memory manager's topology); a fixture tree in tests.
+    numa_node_root: Path = Path("/sys/devices/system/node")
+    # PUT/POST /submittedpods on the secure port: the `api-http` pod source (pods/submission.py).
+    enable_pod_submission: bool = False
+    node_log_dir: Path = Path("/var/log")  # what /logs/ serves (the kubelet's nodeLogDir)
 
     def __post_init__(self) -> None:
         if self.bootstrap_kubeconfig is not None and self.kubeconfig is None:

@@ -33,7 +33,8 @@ from kubeletapi.api.core_v1 import PodList
 from kubeletapi.certificate.store import KeyPair
 from kubeletapi.clock import Clock, RealClock
 from kubeletapi.config import KubeletConfiguration, NodeOptions, redacted
-from kubeletapi.errors import KubeletError
+from kubeletapi.config.featuregates import FeatureGates
+from kubeletapi.errors import KubeletError, NotSupported
 from kubeletapi.health import HealthCheck, LogFlushMonitor, PingCheck, SyncLoopCheck
 from kubeletapi.kubelet import streams
 from kubeletapi.kubelet.certificates import CertificateWiring
@@ -46,10 +47,13 @@ from kubeletapi.loopwatch import LoopWatch
 from kubeletapi.metrics.certificates import ClientCertificateCollector
 from kubeletapi.metrics.events import EventsCollector
 from kubeletapi.metrics.kubelet import KubeletMetrics
+from kubeletapi.metrics.memory import MemoryManagerMetrics
 from kubeletapi.metrics.pods import LogUsageCollector, PodMetrics, VolumeCountsCollector
 from kubeletapi.metrics.probes import ProbeMetrics
 from kubeletapi.metrics.sinks import SinkCollector
 from kubeletapi.metrics.spec import new_registry
+from kubeletapi.node.logfiles import LogAnswer
+from kubeletapi.node.logviewer import NodeLogViewer
 from kubeletapi.pki import NodePKI
 from kubeletapi.runtime.logoptions import PodLogOptions
 from kubeletapi.server.app import create_app, create_healthz_app
@@ -106,6 +110,7 @@ class Kubelet:
         self.certs: CertificateWiring | None = None
         self._serving: ServingContext | None = None
         self._process_start: int | None = None
+        self._log_viewer: NodeLogViewer | None = None
 
     # --- Host ---------------------------------------------------------------------------------
     @property
@@ -143,6 +148,20 @@ class Kubelet:
 
     def manifests(self) -> Mapping[str, Any]:
         return {"items": [r.to_wire() for r in self._pods().manager.manifests()]}
+
+    async def node_logs(self, path: str, query: Sequence[tuple[str, str]], raw_query: str,
+                        headers: Mapping[str, str]) -> LogAnswer:
+        if self._log_viewer is None:
+            query_on = bool(self.cfg.enable_system_log_query) and FeatureGates(self.cfg.feature_gates).enabled(
+                "NodeLogQuery")
+            self._log_viewer = NodeLogViewer(self.opts.node_log_dir, query_on)
+        return await asyncio.to_thread(self._log_viewer.answer, path, query, raw_query, headers)
+
+    async def submit_pods(self, body: bytes) -> Mapping[str, Any]:
+        submitted = self._pods().submission
+        if submitted is None:
+            raise NotSupported("pod submission is off (--enable-pod-submission)")
+        return PodList(items=await submitted.submit(body)).to_wire()
 
     async def container_logs(
         self, namespace: str, pod: str, container: str, opts: PodLogOptions
@@ -193,6 +212,7 @@ class Kubelet:
             self.pods = PodWiring(self.cfg, self.opts, self.node_name, str(self.node_ips[0]), self.clock, metrics,
                                   api_sources, api=self.cluster.readers if self.cluster is not None else None,
                                   events=self.cluster.events if self.cluster is not None else None)
+            self.pods.memory.observe(MemoryManagerMetrics(self._registries["metrics"]))
             self._registries["metrics"].register(LogUsageCollector(self.pods.inventory.log_dirs))
             self._registries["metrics"].register(VolumeCountsCollector(self.pods.volumes.counts))
             self.stats = StatsProvider(self.cfg, self.opts, self.node_name, self.clock, self.pods)
@@ -296,7 +316,8 @@ class Kubelet:
         specs = []
         if cfg.enable_server:
             security = Security(self._security.authenticator(tls), self._security.authorizer(), self.node_name)
-            app = create_app(self, "secure", metrics, security, cfg.enable_debugging_handlers)
+            app = create_app(self, "secure", metrics, security, cfg.enable_debugging_handlers,
+                             self.opts.enable_pod_submission, cfg.enable_system_log_handler)
             cert, key = self._serving_files(tls.cert, tls.key)
             self._serving = ServingContext(cert, key, tls.client_ca, cfg.tls_min_version, cfg.tls_cipher_suites)
             specs.append(ListenerSpec("secure", cfg.address, cfg.port, app, limits=self.limits,

@@ -24,6 +24,7 @@ from kubeletapi.cgroups import detect, new_writer
 from kubeletapi.clock import Clock
 from kubeletapi.config import KubeletConfiguration, NodeOptions
 from kubeletapi.errors import KubeletError
+from kubeletapi.kubelet.memory import MemoryAdmission, memory_manager
 from kubeletapi.kubelet.podnetwork import cri_conflist, process_networks
 from kubeletapi.metrics.pods import PodMetrics
 from kubeletapi.metrics.runtime import InstrumentedRuntime
@@ -44,6 +45,8 @@ from kubeletapi.pods.queries import PodQueries
 from kubeletapi.pods.services import ServiceEnv
 from kubeletapi.pods.sources import FileSource, PodSource, URLSource
 from kubeletapi.pods.statusstore import StatusStore
+from kubeletapi.pods.submission import SOURCE as SUBMITTED
+from kubeletapi.pods.submission import STATE_FILE, SubmissionSource
 from kubeletapi.pods.sync import PodSyncer
 from kubeletapi.pods.tokens import TokenManager
 from kubeletapi.pods.volumes import PodVolumes, run_command
@@ -182,10 +185,14 @@ class PodWiring:
                               max_parallel=cfg.max_parallel_image_pulls,
                               credentials=PullCredentials(api.secrets) if api is not None else None)
         self.volumes = volumes = PodVolumes(self.node, api=self._api_volumes(api, clock))
+        self.memory = memory_manager(cfg, opts, self.node.memory_capacity,
+                                     lambda: self.manager.sources_not_ready() is None)
         self._syncer = syncer = PodSyncer(self.runtime, self.node, clock, Backoff(clock), volumes,
                                           self.pleg, self.statuses, metrics, self.probes, images,
-                                          self._env(api), pod_events, self.network_error)
-        self.sources = [*self._sources(cfg, node_name, clock), *extra_sources]
+                                          self._env(api), pod_events, self.network_error, self.memory)
+        self.submission = SubmissionSource(node_name, clock, opts.root_dir / STATE_FILE) \
+            if opts.enable_pod_submission else None
+        self.sources = [*self._sources(cfg, node_name, clock), *self._submitted(), *extra_sources]
         self.manager = PodManager(syncer, self.pleg, self.statuses, clock, cfg.max_pods,
                                   [name for name, _ in self.sources], metrics, self.probes, pod_events)
         self.queries = PodQueries(self.manager, self.pleg.cache)
@@ -198,6 +205,16 @@ class PodWiring:
         # apiserver mode with --network-plugin=cni: the pod network waits for the Node's podCIDR
         self._awaits_cidr = opts.network_plugin == "cni" and api is not None
         self._log_monitor_s = cfg.container_log_monitor_interval.seconds or 10.0
+
+    def _admit_memory(self) -> None:
+        """The memory manager admits new pods and gives back what stopped pods held. Added at start,
+        after any handler the composition root added since construction: the kubelet asks its
+        eviction handler before the topology/memory manager's."""
+        self.manager.add_admitter(MemoryAdmission(self.memory))
+        self.manager.subscribe(lambda: self.memory.release(self.manager.active_pods()))
+
+    def _submitted(self) -> list[tuple[str, PodSource]]:
+        return [(SUBMITTED, self.submission)] if self.submission is not None else []
 
     def _api_volumes(self, api: ApiReaders | None, clock: Clock) -> ApiVolumes | None:
         if api is None:
@@ -234,6 +251,7 @@ class PodWiring:
         if self._log_rotator is not None:
             self._tasks.append(asyncio.create_task(self._log_rotator.run(self._log_monitor_s),
                                                    name="container-log-rotation"))
+        self._admit_memory()  # before any source delivers a pod
         for name, source in self.sources:
             self._tasks.append(asyncio.create_task(source.run(self.manager.apply), name=f"source-{name}"))
 

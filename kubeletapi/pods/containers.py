@@ -43,20 +43,21 @@ def mounts(container: Container, volumes: Mapping[str, rt.Mount]) -> tuple[rt.Mo
     return tuple(out)
 
 
-def resources(container: Container, pod: PodResources, node: NodeEnv) -> rt.Resources:
-    """The container's cgroup values and oom_score_adj, from the pod's figures (computed once)."""
+def resources(container: Container, pod: PodResources, node: NodeEnv, cpuset_mems: str = "") -> rt.Resources:
+    """The container's cgroup values and oom_score_adj, from the pod's figures (computed once);
+    `cpuset_mems`: the NUMA nodes the memory manager gave it."""
     amounts = pod.containers[container.name]
     cfg = container_resource_config(amounts, cfs_quota_enabled=node.cfs_quota)
     adj = oom_score_adj(pod.qos, amounts.defaulted().memory_request or 0, node.memory_capacity or 1)
     return rt.Resources(
         cpu_shares=cfg.cpu_shares, cpu_quota=cfg.cpu_quota, cpu_period=cfg.cpu_period,
-        memory_limit=cfg.memory_limit, oom_score_adj=adj,
+        memory_limit=cfg.memory_limit, oom_score_adj=adj, cpuset_mems=cpuset_mems,
     )
 
 
 def container_config(
     pod: Pod, container: Container, attempt: int, kind: str, node: NodeEnv, volumes: Mapping[str, rt.Mount],
-    pod_resources: PodResources, env: Sequence[tuple[str, str]],
+    pod_resources: PodResources, env: Sequence[tuple[str, str]], cpuset_mems: str = "",
 ) -> rt.ContainerConfig:
     """The runtime config of attempt `attempt` of `container` (kind "init" or "app"), with its
     environment `env`; the pod's resource figures are computed once per sync
@@ -73,7 +74,7 @@ def container_config(
         name=container.name, attempt=attempt, image=container.image, command=command,
         working_dir=container.working_dir, envs=tuple(env), mounts=mounts(container, volumes),
         log_path=live_log_path(container.name, attempt), stdin=container.stdin, stdin_once=container.stdin_once,
-        tty=container.tty, resources=resources(container, pod_resources, node),
+        tty=container.tty, resources=resources(container, pod_resources, node, cpuset_mems),
         labels={rt.POD_NAME: meta.name, rt.POD_NAMESPACE: meta.namespace, rt.POD_UID: meta.uid,
                 rt.CONTAINER_NAME: container.name},
         annotations={rt.CONTAINER_HASH: container_hash(container), rt.RESTART_COUNT: str(attempt),

@@ -419,6 +419,11 @@ class PodManager:
                                 meta.deletion_timestamp is not None, finished))
         return out
 
+    def active_pods(self) -> dict[str, Pod]:
+        """Pods admitted or still being stopped, by UID: whose resources stay held (the kubelet's
+        active pods)."""
+        return {**self._killing, **self._desired}
+
     def static_pods(self) -> list[Pod]:
         """The admitted static pods (file and URL sources), without their status."""
         return [pod for pod in self._desired.values() if is_static(pod)]

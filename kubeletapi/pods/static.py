@@ -3,11 +3,12 @@
 Restates pkg/kubelet/config/common.go (applyDefaults) and config.go:
 
 - UID: the hex FNV-128a hash of the decoded pod, then `host:<node>` and `file:<path>` for a file
-  (only `url:<url>` for a URL, as the kubelet does), unless the manifest sets metadata.uid. The
+  (only `url:<url>` for a URL, as the kubelet does; `host:<node>` and `api-http` for a pod
+  submitted over HTTP, a source kubeletapi adds), unless the manifest sets metadata.uid. The
   pod is serialized as sorted-key compact JSON of its wire form, so the same manifest at the same
   path keeps its UID across restarts and any change to it gives a new one;
 - name `<name>-<lowercased node name>`, namespace `default` when empty, spec.nodeName = node;
-- annotations kubernetes.io/config.hash (= UID), config.source (file|http) and config.seen
+- annotations kubernetes.io/config.hash (= UID), config.source (file|http|api-http) and config.seen
   (RFC 3339 with nanoseconds, when the source first saw it);
 - file pods tolerate every NoExecute taint; status.phase starts Pending.
 """
@@ -29,7 +30,8 @@ CONFIG_MIRROR = "kubernetes.io/config.mirror"
 DEFAULT_NAMESPACE = "default"
 NO_EXECUTE_TOLERATION: dict[str, Any] = {"operator": "Exists", "effect": "NoExecute"}
 
-SourceKind = Literal["file", "http"]
+SourceKind = Literal["file", "http", "api-http"]
+SOURCE_KINDS = ("file", "http", "api-http")
 
 _FNV128_OFFSET = 0x6C62272E07BB014262B821756295C58D
 _FNV128_PRIME = 0x0000000001000000000000000000013B
@@ -72,6 +74,9 @@ def static_uid(pod: Pod, node_name: str, source_kind: SourceKind, source: str) -
     if source_kind == "file":
         hasher.update(f"host:{node_name}".encode())
         hasher.update(f"file:{source}".encode())
+    elif source_kind == "api-http":
+        hasher.update(f"host:{node_name}".encode())
+        hasher.update(b"api-http")
     else:
         hasher.update(f"url:{source}".encode())
     return hasher.hexdigest()
@@ -93,7 +98,7 @@ def rfc3339_nano(moment: datetime) -> str:
 
 def make_static(pod: Pod, node_name: str, source_kind: SourceKind, source: str, seen: datetime) -> Pod:
     """A copy of a decoded manifest pod with the identity the kubelet gives static pods."""
-    if source_kind not in ("file", "http"):
+    if source_kind not in SOURCE_KINDS:
         raise ValueError(f"unknown static pod source kind {source_kind!r}")
     out = pod.model_copy(deep=True)
     meta = out.metadata

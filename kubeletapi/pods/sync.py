@@ -91,6 +91,17 @@ class EnvSource(Protocol):
     async def environment(self, pod: Pod, container: Container) -> list[tuple[str, str]]: ...
 
 
+class MemoryAffinity(Protocol):
+    """The memory manager as container creation consults it (cm.memorymanager.MemoryManager)."""
+
+    def cpuset_mems(self, uid: str, container: str) -> str:
+        """The NUMA nodes of the container's memory ("0,1"), "" when it has none."""
+        ...
+
+    def container_started(self, pod: Pod, container: Container) -> None:
+        """The container was created (the kubelet's PreStartContainer)."""
+
+
 class Probes(ContainerProbes, Protocol):
     """Probe results the syncer acts on (kubeletapi.prober.ProbeManager)."""
 
@@ -137,8 +148,10 @@ class PodSyncer:
         env: EnvSource | None = None,
         events: PodEvents | None = None,
         network_error: Callable[[], str | None] | None = None,
+        memory: MemoryAffinity | None = None,
     ) -> None:
         self._runtime = runtime
+        self._memory = memory
         # Why the pod network is not ready (None: it is, or pods use the node's): a pod that is not
         # hostNetwork waits for it, as the kubelet's syncPod does (NetworkNotReady).
         self._network_error = network_error or (lambda: None)
@@ -325,10 +338,13 @@ class PodSyncer:
             return image.retry_s if image.retry_s is not None else CONFIG_RETRY_S
         try:
             env = await self._env.environment(ctx.pod, container)
+            mems = self._memory.cpuset_mems(ctx.pod.metadata.uid, container.name) if self._memory else ""
             config = container_config(ctx.pod, container, attempt, kind, self._node, ctx.volumes, ctx.resources,
-                                      env)
+                                      env, cpuset_mems=mems)
             ctx.state.changing = True
             container_id = await self._runtime.create_container(ctx.sandbox_id, config)
+            if self._memory is not None:
+                self._memory.container_started(ctx.pod, container)
         except InvalidInput as exc:
             self._events.failed(ctx.pod, container, str(exc))
             ctx.state.waiting[container.name] = ("CreateContainerConfigError", str(exc))

@@ -51,6 +51,7 @@ class Resources:
     memory_limit: int | None = None
     pids_limit: int | None = None
     oom_score_adj: int | None = None
+    cpuset_mems: str = ""  # NUMA nodes of the container's memory ("0,1"): the memory manager's affinity
 
 
 @dataclass(frozen=True)

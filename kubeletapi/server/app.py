@@ -32,7 +32,20 @@ from kubeletapi.server.instrumentation import (
 from kubeletapi.server.listenerdoc import Listener, listener_document
 from kubeletapi.server.proxy_alias import ProxyAliasMiddleware
 from kubeletapi.server.restful import page_not_found, redirect
-from kubeletapi.server.routes import configz, debug_disabled, exec, healthz, logs, metrics, openapi, pods, run, stats
+from kubeletapi.server.routes import (
+    configz,
+    debug_disabled,
+    exec,
+    healthz,
+    logs,
+    metrics,
+    nodelogs,
+    openapi,
+    pods,
+    run,
+    stats,
+    submission,
+)
 
 Role = Literal["secure", "readonly"]
 TITLE = "kubeletapi"
@@ -64,7 +77,8 @@ def _base_app(host: Host, listener: Listener) -> ListenerApp:
     return app
 
 
-def api(host: Host, role: Role, debugging_handlers: bool = True) -> FastAPI:
+def api(host: Host, role: Role, debugging_handlers: bool = True, pod_submission: bool = False,
+        system_log_handler: bool = True) -> FastAPI:
     """The routes of a listener, without middleware (also the source of its OpenAPI document)."""
     app = _base_app(host, role)
     # Routes are added to the app itself (not through include_router) so app.routes is flat:
@@ -75,6 +89,7 @@ def api(host: Host, role: Role, debugging_handlers: bool = True) -> FastAPI:
     metrics.install(app)
     if role == "secure" and debugging_handlers:
         pods.install_debugging(app)
+        nodelogs.install(app, system_log_handler)
         logs.install(app)
         run.install(app)
         exec.install(app)
@@ -82,6 +97,8 @@ def api(host: Host, role: Role, debugging_handlers: bool = True) -> FastAPI:
         openapi.install(app)
     else:
         debug_disabled.install(app)
+    if role == "secure" and pod_submission:
+        submission.install(app)
     return app
 
 
@@ -91,9 +108,11 @@ def create_app(
     metrics_: KubeletMetrics,
     security: Security | None = None,
     debugging_handlers: bool = True,
+    pod_submission: bool = False,
+    system_log_handler: bool = True,
 ) -> ASGIApp:
     """The ASGI app of the secure or read-only listener, middleware included."""
-    app = api(host, role, debugging_handlers)
+    app = api(host, role, debugging_handlers, pod_submission, system_log_handler)
     debugging = role == "secure" and debugging_handlers
     buckets = AUTH_NOT_REQUIRED_BUCKETS + (DEBUGGING_BUCKETS if debugging else DEBUGGING_DISABLED_BUCKETS)
     inner: ASGIApp

@@ -24,6 +24,7 @@ _SUBRESOURCES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("/logs", ("log",)),
     ("/checkpoint", ("checkpoint",)),
     ("/pods", ("pods", "proxy")),
+    ("/submittedpods", ("submittedpods",)),  # kubeletapi's pod submission (--enable-pod-submission)
     ("/runningpods", ("pods", "proxy")),
     ("/healthz", ("healthz", "proxy")),
     ("/configz", ("configz", "proxy")),

@@ -8,6 +8,7 @@ from typing import Any, Protocol
 from prometheus_client.registry import Collector
 
 from kubeletapi.health import HealthCheck
+from kubeletapi.node.logfiles import LogAnswer
 from kubeletapi.runtime.logoptions import PodLogOptions
 from kubeletapi.streaming.targets import ContainerStreams, PodPorts
 
@@ -57,6 +58,17 @@ class Host(Protocol):
 
     def manifests(self) -> Mapping[str, Any]:
         """{"items": [...]}: every static pod manifest, accepted or rejected with its reason."""
+        ...
+
+    async def node_logs(self, path: str, query: Sequence[tuple[str, str]], raw_query: str,
+                        headers: Mapping[str, str]) -> LogAnswer:
+        """/logs/<path> (the path after /logs/): a file, a directory listing or a NodeLogQuery's
+        output, as the kubelet's log server answers (node/logviewer.py); `headers` lower-cased."""
+        ...
+
+    async def submit_pods(self, body: bytes) -> Mapping[str, Any]:
+        """Replace the submitted pods (--enable-pod-submission) with a v1 Pod or PodList; the
+        PodList of the pods now defined. InvalidInput (400) when the body is refused: nothing changes."""
         ...
 
     async def container_logs(

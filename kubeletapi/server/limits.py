@@ -15,19 +15,23 @@
   at once when Content-Length says so (before routing and authentication), else as soon as the
   streamed body passes the limit. The kubelet sets no limit; none of its handlers reads a body
   except POST /stats/summary's form (Go's ParseForm reads up to 10 MiB for a form of one field).
-  One limit serves every route today; a later route that accepts submissions declares its own
-  here, as the rule of that route.
+  PUT/POST /submittedpods (pod submission) has its own rule: 1.5 MiB, the pod list limit, and a
+  larger body is a `400 Bad Request` with a metav1 Status naming the limit (the issue's answer
+  for a pod list that is too large), also before routing and authentication.
 The idle time between keep-alive requests stays the kubelet's IdleTimeout (90 s, listeners.py).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 MAX_HEADER_BYTES = 1 << 20
 GO_READ_SLOP = 4096  # net/http: initialReadLimitSize = MaxHeaderBytes + 4096
 HEADER_TIMEOUT_S = 30.0
 MAX_BODY_BYTES = 1 << 20
+SUBMISSION_PATH = "/submittedpods"
+SUBMISSION_BODY_BYTES = 3 * 512 * 1024  # a pod list: the API server's object limit, as for manifests
 # After a refusal: the response goes out, reading stops, and the connection is dropped this much
 # later (net/http's rstAvoidanceDelay), so the client can read the answer before the reset.
 LINGER_S = 0.5
@@ -41,6 +45,12 @@ class Limits:
     header_timeout_s: float = HEADER_TIMEOUT_S
     max_body_bytes: int = MAX_BODY_BYTES
     linger_s: float = LINGER_S
+
+    def body_rule(self, path: bytes) -> tuple[int, bytes]:
+        """The body limit of a request to `path` (its raw target) and the refusal beyond it."""
+        if path.split(b"?", 1)[0] == SUBMISSION_PATH.encode():
+            return SUBMISSION_BODY_BYTES, SUBMISSION_TOO_LARGE
+        return self.max_body_bytes, BODY_TOO_LARGE
 
     @property
     def head_read_limit(self) -> int:
@@ -56,3 +66,16 @@ def refusal(status: int, reason: str) -> bytes:
 
 HEADERS_TOO_LARGE = refusal(431, "Request Header Fields Too Large")
 BODY_TOO_LARGE = refusal(413, "Request Entity Too Large")
+
+
+def _status_refusal(message: str) -> bytes:
+    """A 400 with a metav1 Status body, closing the connection (the route's own answer, early)."""
+    body = json.dumps({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                       "message": message, "reason": "BadRequest", "code": 400}, separators=(",", ":")).encode()
+    head = (f"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+            "Connection: close\r\n\r\n").encode()
+    return head + body
+
+
+SUBMISSION_TOO_LARGE = _status_refusal(
+    f"request body: the pod list is larger than 1.5 MiB ({SUBMISSION_BODY_BYTES} bytes)")

@@ -53,6 +53,7 @@ class HttpProtocol(HttpToolsProtocol):
         self._upgraded = False
         self._hijackable = False  # an upgrade request's head was read and its route has not answered
         self._early = bytearray()
+        self._body_limit, self._body_refusal = limits.max_body_bytes, BODY_TOO_LARGE
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -96,10 +97,11 @@ class HttpProtocol(HttpToolsProtocol):
         self._reading_head = False
         self._head_bytes = self._body_bytes = 0
         self._cancel_head_timer()
-        if self._declared_length() > self.limits.max_body_bytes:
+        self._body_limit, self._body_refusal = self.limits.body_rule(self.url)
+        if self._declared_length() > self._body_limit:
             log.debug("Refused a %s body over %d bytes from %s", self.parser.get_method(),
-                      self.limits.max_body_bytes, self.client)
-            self._refuse_head(BODY_TOO_LARGE)
+                      self._body_limit, self.client)
+            self._refuse_head(self._body_refusal)
             return
         upgrade = self._get_upgrade()
         if upgrade is not None and SPDY in upgrade:
@@ -114,7 +116,7 @@ class HttpProtocol(HttpToolsProtocol):
         if self._refused:
             return
         self._body_bytes += len(body)
-        if self._body_bytes > self.limits.max_body_bytes:
+        if self._body_bytes > self._body_limit:
             self._refuse_streamed_body()
             return
         super().on_body(body)
@@ -210,7 +212,7 @@ class HttpProtocol(HttpToolsProtocol):
         if cycle is not None:
             cycle.disconnected = True  # the app's receive() sees a disconnect, its send() goes nowhere
             cycle.message_event.set()
-        self._refuse(BODY_TOO_LARGE)
+        self._refuse(self._body_refusal)
 
     def _refuse(self, response: bytes) -> None:
         """Answer, stop reading, and drop the connection after the linger delay (net/http's

@@ -21,8 +21,9 @@ from kubeletapi.server.asgi import send_plain
 PAGE_NOT_FOUND = b"404: Page Not Found"
 
 # The WebServices' root paths (server.go: InstallAuthNotRequiredHandlers, InstallDebuggingHandlers).
-WEB_SERVICES = ("/pods", "/stats/", "/run", "/exec", "/attach", "/portForward", "/containerLogs", "/runningpods/")
-_DEBUGGING = frozenset({"/run", "/exec", "/attach", "/portForward", "/containerLogs", "/runningpods/"})
+WEB_SERVICES = ("/pods", "/stats/", "/run", "/exec", "/attach", "/portForward", "/containerLogs", "/runningpods/",
+                "/logs/")
+_DEBUGGING = frozenset({"/run", "/exec", "/attach", "/portForward", "/containerLogs", "/runningpods/", "/logs/"})
 # InstallDebuggingDisabledHandlers' mux patterns: the placeholders answer every path under them.
 _DISABLED = ("/run/", "/exec/", "/attach/", "/portForward/", "/containerLogs/", "/runningpods/", "/debug/pprof/",
              "/logs/")

@@ -97,6 +97,8 @@ def test_set_resources_writes_exact_files(tree: Tree) -> None:
                      [("memory", "memory.memsw.limit_in_bytes", "-1"), ("memory", "memory.limit_in_bytes", "-1")],
                      id="unlimited-memory-lifts-memsw-first"),
         pytest.param(ResourceConfig(pids_limit=-1), [("pids", "pids.max", "max")], id="unlimited-pids"),
+        pytest.param(ResourceConfig(cpuset_mems="0,1"), [("cpuset", "cpuset.mems", "0,1")],
+                     id="memory-manager-numa-nodes"),
         pytest.param(ResourceConfig(), [], id="nothing-set"),
     ],
 )

@@ -110,6 +110,7 @@ def test_set_resources_writes_exact_files(tree: Tree) -> None:
         pytest.param(ResourceConfig(cpu_quota=-1, cpu_period=100000), [("cpu.max", "max 100000")],
                      id="cfs-quota-disabled"),
         pytest.param(ResourceConfig(cpu_period=100000), [("cpu.max", "max 100000")], id="container-without-limit"),
+        pytest.param(ResourceConfig(cpuset_mems="0-1"), [("cpuset.mems", "0-1")], id="memory-manager-numa-nodes"),
         pytest.param(ResourceConfig(memory_limit=-1), [("memory.swap.max", "max"), ("memory.max", "max")],
                      id="unlimited-memory"),
         pytest.param(ResourceConfig(pids_limit=-1), [("pids.max", "max")], id="unlimited-pids"),

@@ -8,7 +8,7 @@ import pytest
 
 from kubeletapi.runtime.cri import convert
 from kubeletapi.runtime.cri.gen import api_pb2 as pb
-from kubeletapi.runtime.types import ContainerConfig, PodMeta, SandboxConfig
+from kubeletapi.runtime.types import ContainerConfig, PodMeta, Resources, SandboxConfig
 
 
 def config(host_network: bool) -> SandboxConfig:
@@ -31,6 +31,13 @@ def test_containers_share_the_sandbox_network_mode() -> None:
     c = ContainerConfig(name="c", attempt=0, image="busybox", command=("sleep", "1"))
     assert convert.container_config(c).linux.security_context.namespace_options.network == pb.NODE
     assert convert.container_config(c, pb.POD).linux.security_context.namespace_options.network == pb.POD
+
+
+def test_the_memory_managers_numa_nodes_reach_cpuset_mems() -> None:
+    pinned = ContainerConfig(name="c", attempt=0, image="busybox", command=(), resources=Resources(cpuset_mems="0,1"))
+    assert convert.container_config(pinned).linux.resources.cpuset_mems == "0,1"
+    plain = ContainerConfig(name="c", attempt=0, image="busybox", command=())
+    assert convert.container_config(plain).linux.resources.cpuset_mems == ""
 
 
 def _status(mode: int, ip: str, more: tuple[str, ...] = ()) -> pb.PodSandboxStatus:

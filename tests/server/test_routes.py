@@ -27,8 +27,9 @@ def sample_path(route: Route) -> str:
 
 def all_routes() -> list[tuple[str, BaseRoute]]:
     routes = []
+    # pod submission on: its routes are walked too (and the read-only app must not grow any)
     for role, debugging in (("secure", True), ("secure", False), ("readonly", False)):
-        app = api(FakeHost(), role, debugging)  # type: ignore[arg-type]
+        app = api(FakeHost(), role, debugging, pod_submission=True)  # type: ignore[arg-type]
         routes += [(f"{role}/{debugging}", r) for r in app.routes]
     return routes
 

@@ -36,6 +36,10 @@ def node(shared_node: FakeNode) -> FakeNode:
 def test_read_only_route_set_is_pinned() -> None:
     paths = {r.path for r in api(FakeHost(), "readonly").routes if isinstance(r, Route)}
     assert paths == READ_ONLY_ROUTES
+    # pod submission (--enable-pod-submission) is a secure-port route only
+    with_submission = {r.path for r in api(FakeHost(), "readonly", pod_submission=True).routes  # type: ignore[arg-type]
+                       if isinstance(r, Route)}
+    assert with_submission == READ_ONLY_ROUTES
 
 
 def test_read_only_port_live(node: FakeNode) -> None:

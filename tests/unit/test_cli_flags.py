@@ -52,6 +52,11 @@ def effective(*args: str) -> tuple[dict[str, Any], Any]:
         (["--container-runtime-endpoint", "unix:///c.sock"], ("containerRuntimeEndpoint",), "unix:///c.sock"),
         (["-v", "4"], ("logging", "verbosity"), 4),
         (["--v=2"], ("logging", "verbosity"), 2),
+        (["--memory-manager-policy", "Static"], ("memoryManagerPolicy",), "Static"),
+        (["--reserved-memory", "0:memory=1Gi,hugepages-2Mi=4Mi;1:memory=512Mi", "--reserved-memory", "2:memory=1"],
+         ("reservedMemory",), [{"numaNode": 0, "limits": {"memory": "1Gi", "hugepages-2Mi": "4Mi"}},
+                               {"numaNode": 1, "limits": {"memory": "512Mi"}},
+                               {"numaNode": 2, "limits": {"memory": "1"}}]),
     ],
 )
 def test_config_flags(args: list[str], field: tuple[str, ...], value: Any) -> None:
@@ -59,6 +64,22 @@ def test_config_flags(args: list[str], field: tuple[str, ...], value: Any) -> No
     for key in field:
         wire = wire[key]
     assert wire == value
+
+
+@pytest.mark.parametrize(("value", "error"), [
+    pytest.param("0", "the reserved memory has incorrect format, expected numaNodeID:type=quantity[,type=quantity...], "
+                      "got 0", id="no-colon"),
+    pytest.param("x:memory=1Gi", "failed to convert the NUMA node ID, exptected integer, got x", id="node-id"),
+    pytest.param("0:memory", "the reserved limit has incorrect value, expected type=quantatity, got memory",
+                 id="no-equals"),
+    pytest.param("0:cpu=1", 'memory type conversion error, unknown type: "cpu"', id="type"),
+    pytest.param("0:memory=1GG", "failed to parse the quantatity, expected quantatity, got 1GG", id="quantity"),
+])
+def test_malformed_reserved_memory_exits_1(value: str, error: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parse(["--reserved-memory", value])
+    assert exited.value.code == 1
+    assert f"argument --reserved-memory: {error}" in capsys.readouterr().err
 
 
 def test_node_option_flags(tmp_path: Path) -> None:

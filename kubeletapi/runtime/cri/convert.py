@@ -69,6 +69,7 @@ def _linux_resources(res: Resources) -> pb.LinuxContainerResources:
     return pb.LinuxContainerResources(
         cpu_period=res.cpu_period or 0, cpu_quota=res.cpu_quota or 0, cpu_shares=res.cpu_shares or 0,
         memory_limit_in_bytes=res.memory_limit or 0, oom_score_adj=res.oom_score_adj or 0,
+        cpuset_mems=res.cpuset_mems,
     )
 
 

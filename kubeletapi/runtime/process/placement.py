@@ -38,7 +38,7 @@ class Cgroups(Protocol):
 def cgroup_config(res: Resources) -> ResourceConfig:
     return ResourceConfig(
         cpu_shares=res.cpu_shares, cpu_quota=res.cpu_quota, cpu_period=res.cpu_period,
-        memory_limit=res.memory_limit, pids_limit=res.pids_limit,
+        memory_limit=res.memory_limit, pids_limit=res.pids_limit, cpuset_mems=res.cpuset_mems or None,
     )
 
 

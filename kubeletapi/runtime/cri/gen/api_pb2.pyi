@@ -84,18 +84,20 @@ class NamespaceOption(_message.Message):
     def __init__(self, network: _Optional[_Union[NamespaceMode, str]] = ..., pid: _Optional[_Union[NamespaceMode, str]] = ..., ipc: _Optional[_Union[NamespaceMode, str]] = ..., target_id: _Optional[str] = ...) -> None: ...
 
 class LinuxContainerResources(_message.Message):
-    __slots__ = ("cpu_period", "cpu_quota", "cpu_shares", "memory_limit_in_bytes", "oom_score_adj")
+    __slots__ = ("cpu_period", "cpu_quota", "cpu_shares", "memory_limit_in_bytes", "oom_score_adj", "cpuset_mems")
     CPU_PERIOD_FIELD_NUMBER: _ClassVar[int]
     CPU_QUOTA_FIELD_NUMBER: _ClassVar[int]
     CPU_SHARES_FIELD_NUMBER: _ClassVar[int]
     MEMORY_LIMIT_IN_BYTES_FIELD_NUMBER: _ClassVar[int]
     OOM_SCORE_ADJ_FIELD_NUMBER: _ClassVar[int]
+    CPUSET_MEMS_FIELD_NUMBER: _ClassVar[int]
     cpu_period: int
     cpu_quota: int
     cpu_shares: int
     memory_limit_in_bytes: int
     oom_score_adj: int
-    def __init__(self, cpu_period: _Optional[int] = ..., cpu_quota: _Optional[int] = ..., cpu_shares: _Optional[int] = ..., memory_limit_in_bytes: _Optional[int] = ..., oom_score_adj: _Optional[int] = ...) -> None: ...
+    cpuset_mems: str
+    def __init__(self, cpu_period: _Optional[int] = ..., cpu_quota: _Optional[int] = ..., cpu_shares: _Optional[int] = ..., memory_limit_in_bytes: _Optional[int] = ..., oom_score_adj: _Optional[int] = ..., cpuset_mems: _Optional[str] = ...) -> None: ...
 
 class VersionRequest(_message.Message):
     __slots__ = ("version",)
