@@ -38,6 +38,7 @@ from kubeletapi.health import HealthCheck, LogFlushMonitor, PingCheck, SyncLoopC
 from kubeletapi.kubelet import streams
 from kubeletapi.kubelet.certificates import CertificateWiring
 from kubeletapi.kubelet.cluster import ClusterWiring, cgroup_version
+from kubeletapi.kubelet.eviction import EvictionWiring
 from kubeletapi.kubelet.pods import PodWiring
 from kubeletapi.kubelet.security import SecurityWiring, tls_files
 from kubeletapi.kubelet.stats import StatsProvider
@@ -49,6 +50,7 @@ from kubeletapi.metrics.pods import LogUsageCollector, PodMetrics, VolumeCountsC
 from kubeletapi.metrics.probes import ProbeMetrics
 from kubeletapi.metrics.sinks import SinkCollector
 from kubeletapi.metrics.spec import new_registry
+from kubeletapi.node.status import Pressure, pressure_conditions
 from kubeletapi.pki import NodePKI
 from kubeletapi.runtime.logoptions import PodLogOptions
 from kubeletapi.server.app import create_app, create_healthz_app
@@ -100,6 +102,7 @@ class Kubelet:
                           [self._sources_not_ready, self._loop_watch.check]),
         ]
         self.stats: StatsProvider | None = None
+        self.eviction: EvictionWiring | None = None
         self.cluster: ClusterWiring | None = None
         self.certs: CertificateWiring | None = None
         self._serving: ServingContext | None = None
@@ -165,6 +168,9 @@ class Kubelet:
     def streaming_idle_timeout(self) -> float:
         return self.cfg.streaming_connection_idle_timeout.seconds
 
+    def node_conditions(self) -> Sequence[Mapping[str, str]]:
+        return pressure_conditions(self.eviction.pressure() if self.eviction is not None else Pressure())
+
     def _sources_not_ready(self) -> str | None:
         return "the agent is starting" if self.pods is None else self.pods.manager.sources_not_ready()
 
@@ -196,6 +202,11 @@ class Kubelet:
             self.stats = StatsProvider(self.cfg, self.opts, self.node_name, self.clock, self.pods)
             if self.stats.sink is not None:
                 self._registries["metrics"].register(SinkCollector(self.stats.sink.counts))
+            self.eviction = EvictionWiring(self.cfg, self.pods.manager, self.stats.housekeeper, self.clock,
+                                           events=self.cluster.events if self.cluster is not None else None)
+            self._registries["metrics"].register(self.eviction.metrics)
+            if self.cluster is not None:
+                self.cluster.pressure = self.eviction.pressure
             if self.cluster is not None:
                 events = self.cluster.events
                 self._registries["metrics"].register(EventsCollector(lambda: events.counts))
@@ -206,6 +217,7 @@ class Kubelet:
             for listener in self.listeners.values():
                 await listener.start()
             await self.pods.start()
+            self.eviction.start()
             await self.stats.start()
             if self.certs is not None and self.certs.joined:
                 await self._start_cluster()
@@ -228,6 +240,8 @@ class Kubelet:
             await self.certs.stop()
         if self.cluster is not None:
             await self.cluster.stop()
+        if self.eviction is not None:
+            await self.eviction.stop()
         if self.stats is not None:
             await self.stats.stop()
         if self.pods is not None:
