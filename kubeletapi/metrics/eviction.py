@@ -55,7 +55,8 @@ class EvictionMetrics(Collector):
     def collect(self) -> list[Metric]:
         out = []
         if self._evictions:
-            family = Metric(EVICTIONS.name, EVICTIONS.documentation, UNSUFFIXED_COUNTER)
+            family = Metric(EVICTIONS.name, EVICTIONS.documentation, "counter")
+            family.type = UNSUFFIXED_COUNTER  # prints "counter", gets no _total
             for signal, count in sorted(self._evictions.items()):
                 family.add_sample(EVICTIONS.name, {LABEL: signal}, float(count))
             out.append(family)

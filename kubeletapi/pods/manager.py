@@ -352,12 +352,13 @@ class PodManager:
 
     def _evicted_now(self, uid: str, pod: Pod | None, message: str) -> None:
         """The evicted pod's kill is done: it leaves the admitted pods, Failed (Evicted)."""
-        final = self._statuses.get(uid)
+        final = self._statuses.get(uid)  # the syncer wrote it evicted (set_final_status)
         self._statuses.remove(uid)
         if pod is None or uid not in self._desired:
             return  # its source dropped it meanwhile
         del self._desired[uid]
-        status = evicted_status(final, message, self._now(), pod.metadata.generation or 0)
+        status = final if final is not None else evicted_status(None, message, self._now(),
+                                                                  pod.metadata.generation or 0)
         if not status.qos_class:
             status.qos_class = qos_class(pod)
         self._evicted[uid] = pod.model_copy(update={"status": status})
@@ -383,6 +384,8 @@ class PodManager:
             return False
         self._evicting[uid] = message
         self._killing[uid] = admitted
+        generation = admitted.metadata.generation or 0
+        self._syncer.set_final_status(uid, lambda final: evicted_status(final, message, self._now(), generation))
         # The grace period rides on the pod the worker kills, as a deletion's would.
         meta = admitted.metadata.model_copy(update={"deletion_grace_period_seconds": grace_s})
         self._workers.update(uid, admitted.model_copy(update={"metadata": meta}))
