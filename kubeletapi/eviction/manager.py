@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -52,6 +53,7 @@ log = logging.getLogger(__name__)
 
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000  # scheduling.SystemCriticalPriority
 HARD_GRACE_S = 1  # immediateEvictionGracePeriodSeconds
+POD_CLEANUP_TIMEOUT_S = 30.0  # podCleanupTimeout: how long a cycle waits for the evicted pod's kill
 CONDITION_ORDER = (t.MEMORY_PRESSURE, t.DISK_PRESSURE, t.PID_PRESSURE)
 MEMORY_PRESSURE_TAINT = "node.kubernetes.io/memory-pressure"
 DISK_SIGNALS = frozenset({t.NODEFS_AVAILABLE, t.NODEFS_INODES_FREE, t.IMAGEFS_AVAILABLE, t.IMAGEFS_INODES_FREE,
@@ -168,7 +170,8 @@ class EvictionManager:
         self._last: Observations = {}
         self._pending: Snapshot | None = None
         self._wake = asyncio.Event()
-        self.synchronizing = False
+        self.cycles = 0  # synchronize calls made by run()
+        self.last_cycle_cpu_s = 0.0  # the loop thread's CPU time of the last one (suspensions included)
 
     # --- node conditions and admission --------------------------------------------------------
     def conditions(self) -> tuple[str, ...]:
@@ -201,13 +204,13 @@ class EvictionManager:
             snap, self._pending = self._pending, None
             if snap is None:
                 continue
-            self.synchronizing = True
+            start = time.thread_time()
             try:
                 await self.synchronize(snap)
             except Exception:
                 log.exception("Eviction manager: failed to synchronize")
-            finally:
-                self.synchronizing = False
+            self.last_cycle_cpu_s = time.thread_time() - start
+            self.cycles += 1
 
     async def synchronize(self, snap: Snapshot) -> Pod | None:
         """One cycle on `snap`; the pod evicted, if any."""
@@ -217,7 +220,6 @@ class EvictionManager:
         if self._rankers is None:
             self._dedicated = dedicated_imagefs(snap)
             self._rankers = rankers(self._dedicated)
-        active = list(self._pods.active_pods())
         observations = observe(snap)
         met = thresholds_met(cfg.thresholds, observations, False)
         if self._met:
@@ -234,10 +236,9 @@ class EvictionManager:
         self._last = observations
         if not updated:
             return None
-        return await self._reclaim(t.by_eviction_priority(updated), observations, active, snap)
+        return await self._reclaim(t.by_eviction_priority(updated), observations, snap)
 
-    async def _reclaim(self, updated: list[t.Threshold], observations: Observations, active: list[Pod],
-                       snap: Snapshot) -> Pod | None:
+    async def _reclaim(self, updated: list[t.Threshold], observations: Observations, snap: Snapshot) -> Pod | None:
         threshold = updated[0]
         resource = t.RESOURCE[threshold.signal]
         log.info("Eviction manager: attempting to reclaim %s", resource)
@@ -246,6 +247,7 @@ class EvictionManager:
         if await self._reclaim_node_level(threshold.signal):
             log.info("Eviction manager: able to reduce %s pressure without evicting pods.", resource)
             return None
+        active = list(self._pods.active_pods())  # asked only when needed: it copies every pod
         if not active:
             log.error("Eviction manager: eviction thresholds have been met, but no pods are active to evict")
             return None
@@ -280,10 +282,17 @@ class EvictionManager:
         if self._events is not None:
             self._events.pod_event(pod, "Warning", REASON, message)
         log.info("Eviction manager: evicting pod %s/%s: %s", pod.metadata.namespace, pod.metadata.name, message)
-        if await self._pods.evict(pod, grace_s, message):
-            log.info("Eviction manager: pod %s/%s is evicted successfully", pod.metadata.namespace, pod.metadata.name)
+        name = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        try:
+            async with asyncio.timeout(POD_CLEANUP_TIMEOUT_S):
+                done = await self._pods.evict(pod, grace_s, message)
+        except TimeoutError:
+            log.info("Eviction manager: timed out waiting for pod %s to be cleaned up", name)
+            return
+        if done:
+            log.info("Eviction manager: pod %s is evicted successfully", name)
         else:
-            log.error("Eviction manager: pod %s/%s failed to evict", pod.metadata.namespace, pod.metadata.name)
+            log.error("Eviction manager: pod %s failed to evict", name)
 
     async def _reclaim_node_level(self, signal: str) -> bool:
         """reclaimNodeLevelResources: disk signals only, unused containers then unused images;
