@@ -258,16 +258,20 @@ class EvictionManager:
         if self._observer is not None:
             for x in updated:
                 self._observer.stats_age(x.signal, max(0.0, (wall_ns - observations[x.signal].time_ns) / 1e9))
+        spared: list[str] = []
         for pod in ranked:
             if is_critical(pod):
-                log.error("Eviction manager: cannot evict a critical pod %s/%s", pod.metadata.namespace,
-                          pod.metadata.name)
+                spared.append(f"{pod.metadata.namespace}/{pod.metadata.name}")
                 continue
+            if spared:  # one line, not the kubelet's one per pod per cycle: a static node has only these
+                log.info("Eviction manager: cannot evict %d critical pod(s): %s", len(spared), _some(spared))
             message = eviction_message(resource, pod, usage.get(pod.metadata.uid), updated, observations)
             await self._evict(pod, self._grace(threshold, pod), message)
             if self._observer is not None:
                 self._observer.evicted(threshold.signal)
             return pod
+        if spared:
+            log.info("Eviction manager: cannot evict %d critical pod(s): %s", len(spared), _some(spared))
         log.info("Eviction manager: unable to evict any pods from the node")
         return None
 
@@ -314,3 +318,6 @@ class EvictionManager:
             return False
         return not thresholds_met(self._config.thresholds, observe(snap), True)
 
+
+def _some(names: Sequence[str], most: int = 5) -> str:
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
