@@ -247,7 +247,7 @@ class EvictionManager:
         if await self._reclaim_node_level(threshold.signal):
             log.info("Eviction manager: able to reduce %s pressure without evicting pods.", resource)
             return None
-        active = list(self._pods.active_pods())  # asked only when needed: it copies every pod
+        active = list(self._pods.active_pods())  # asked for only when a pod must go
         if not active:
             log.error("Eviction manager: eviction thresholds have been met, but no pods are active to evict")
             return None

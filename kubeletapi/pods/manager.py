@@ -365,14 +365,9 @@ class PodManager:
 
     # --- eviction ------------------------------------------------------------------------------
     def active_pods(self) -> list[Pod]:
-        """The kubelet's GetActivePods: admitted pods not being killed, with their latest status."""
+        """The kubelet's GetActivePods: admitted pods not being killed (their specs, as admitted)."""
         gone = set(self._killing) | self._terminating | self._terminated
-        out = []
-        for uid, pod in self._desired.items():
-            if uid not in gone:
-                status = self._statuses.get(uid)
-                out.append(pod.model_copy(update={"status": status}) if status is not None else pod)
-        return out
+        return [pod for uid, pod in self._desired.items() if uid not in gone]
 
     async def evict(self, pod: Pod, grace_s: int, message: str) -> bool:
         """Kill an admitted pod with `grace_s` (the eviction's grace period, as the kubelet's
