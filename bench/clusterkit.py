@@ -9,7 +9,7 @@ import collections
 import contextlib
 import datetime as dt
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 from tests.cluster.controlplane import ControlPlane
@@ -20,15 +20,14 @@ from tests.netns import TestNetwork
 
 
 @contextlib.contextmanager
-def cluster_node(base: Path, audit_nodes: bool = False,
-                 extra: Sequence[str] = ()) -> Iterator[tuple[ControlPlane, Node]]:
+def cluster_node(base: Path, audit_nodes: bool = False) -> Iterator[tuple[ControlPlane, Node]]:
     net = TestNetwork.create()
     plane = ControlPlane(base / "plane", node_ip=net.host, audit_nodes=audit_nodes)
     node: Node | None = None
     try:
         plane.start()
         (base / "node").mkdir()
-        node = Node(plane, base / "node", *extra)
+        node = Node(plane, base / "node")
         node.start()
         yield plane, node
     finally:

@@ -6,10 +6,13 @@ bench/results.md.
    the default --housekeeping-interval 10s: the kubelet's evictionMonitoringPeriod), with
    --eviction-hard memory.available<(available at start - 512Mi). Each run creates an API pod
    (Burstable, request 16Mi, so admission lets it in while MemoryPressure lingers) whose python3
-   allocates 1 GiB, writes every page, then records the wall time in a file. Crossed = that time;
-   killed = when its process (found by its argv) is gone (polled every 5 ms); evicted = when the API server
-   shows it Failed with reason Evicted (polled every 50 ms). The next run starts once the memory is
-   back (available above the threshold + 256Mi).
+   allocates 1 GiB in 64 MiB steps (every page written), recording when each step ended. Crossed =
+   the end of the first step that holds more than the headroom measured just before the pod was
+   created (available - threshold); killed = when its process (found by its argv) is gone (polled
+   every 5 ms); evicted = when the API server shows it Failed with reason Evicted (polled every
+   50 ms). The next run starts once the memory is back (available above the threshold + 256Mi),
+   after a random pause of 0-10 s: without it every run would start just after the last eviction,
+   always at the same point of the housekeeping cycle.
 2. Housekeeping cost (in-process agent, 110 static pods x 2 `sleep` containers, 1 s housekeeping):
    the eviction manager's own synchronize of each new Snapshot (EvictionManager.last_cycle_cpu_s,
    the event loop thread's CPU time), 40 cycles each with (a) the default thresholds, none met,
@@ -25,6 +28,7 @@ import contextlib
 import datetime as dt
 import os
 import platform
+import random
 import sys
 import tempfile
 import time
@@ -45,8 +49,10 @@ PODS = int(os.environ.get("BENCH_PODS", "110"))
 CYCLES = int(os.environ.get("BENCH_CYCLES", "40"))
 SECTION = "Eviction (issue 18)"
 Mi = 2**20
-HOG = ("import os, sys, time\nb = b'x' * (1 << 30)\n"
-       "open(sys.argv[1], 'w').write(f'{os.getpid()} {time.time()}')\ntime.sleep(600)")
+# 1 GiB in 64 MiB steps, each step's end time and the bytes held so far recorded (line-buffered)
+HOG = ("import sys, time\nout = open(sys.argv[1], 'w', buffering=1)\nheld = []\n"
+       "for i in range(16):\n    held.append(b'x' * (64 << 20))\n    out.write(f'{time.time()} {(i + 1) << 26}\\n')\n"
+       "time.sleep(600)")
 
 
 def memory_available() -> int:
@@ -68,12 +74,17 @@ def hog_pod(name: str, node: str, out: Path) -> str:
 def latency_runs(base: Path) -> tuple[list[float], list[float], str]:
     from clusterkit import cluster_node  # noqa: PLC0415
 
-    threshold_mi = (memory_available() - 512 * Mi) // Mi
-    extra = ("--eviction-hard", f"memory.available<{threshold_mi}Mi")
     killed: list[float] = []
     evicted: list[float] = []
     messages = ""
-    with cluster_node(base, extra=extra) as (plane, node):
+    phase = random.Random(18)
+    with cluster_node(base) as (plane, node):
+        # the threshold from what is available once the control plane runs, the node restarted with it
+        wait(node.ready, 30, 0.5, "node Ready")
+        node.stop()
+        threshold_mi = (memory_available() - 512 * Mi) // Mi
+        node.args += ["--eviction-hard", f"memory.available<{threshold_mi}Mi"]
+        node.start()
         wait(node.ready, 30, 0.5, "node Ready")
         plane.kubectl("create", "namespace", "bench")
         plane.wait_namespace_ready("bench")
@@ -81,8 +92,10 @@ def latency_runs(base: Path) -> tuple[list[float], list[float], str]:
             for run in range(RUNS):
                 wait(lambda: memory_available() > (threshold_mi + 256) * Mi, 120, 0.5, "memory back")
                 name = f"hog-{run}"
+                time.sleep(phase.uniform(0, 10))  # a random point of the 10 s cycle, not right after the last
+                headroom = memory_available() - threshold_mi * Mi
                 plane.kubectl("apply", "-f", "-", input_=hog_pod(name, node.name, base / name))
-                kill_s, evict_s, message = one_run(api, name, base / name)
+                kill_s, evict_s, message = one_run(api, name, base / name, headroom)
                 killed.append(kill_s)
                 evicted.append(evict_s)
                 messages = messages or message
@@ -91,21 +104,25 @@ def latency_runs(base: Path) -> tuple[list[float], list[float], str]:
     return killed, evicted, messages
 
 
-def one_run(api: Any, name: str, out: Path) -> tuple[float, float, str]:
-    """Seconds from the hog's allocation to its process gone and to its pod Failed (Evicted)."""
-    wait(lambda: out.exists() and len(out.read_text().split()) == 2, 120, 0.005, "the hog's record")
-    crossed = float(out.read_text().split()[1])
-    # its host PID (the PID it wrote is its own PID namespace's): the process whose argv names `out`
-    (pid,) = [p.pid for p in psutil.process_iter(["cmdline"])
-              if (argv := p.info["cmdline"] or []) and argv[0].endswith("python3") and str(out) in argv]
+def one_run(api: Any, name: str, out: Path, headroom: int) -> tuple[float, float, str]:
+    """Seconds from the hog holding more than `headroom` (the threshold crossed) to its process
+    gone and to its pod Failed (Evicted)."""
+    wait(lambda: out.exists() and out.read_text().strip() != "", 120, 0.002, "the hog's first step")
+    # its host PID: the process whose argv names `out` (a PID it wrote would be its namespace's)
+    found = [p.pid for p in psutil.process_iter(["cmdline"])
+             if (argv := p.info["cmdline"] or []) and argv[0].endswith("python3") and str(out) in argv]
+    pid = found[0] if found else -1
 
     def gone() -> bool:
-        with contextlib.suppress(psutil.NoSuchProcess):
+        with contextlib.suppress(psutil.NoSuchProcess, ValueError):
             return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
         return True
 
     wait(gone, 60, 0.005, "the hog killed")
-    kill_s = time.time() - crossed
+    killed = time.time()
+    steps = [(float(t), int(n)) for t, n in (line.split() for line in out.read_text().splitlines() if line)]
+    crossed = next((t for t, held in steps if held >= headroom), steps[-1][0])
+    kill_s = killed - crossed
     status: dict[str, Any] = {}
 
     def failed() -> bool:
