@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from kubeletapi.api.quantity import BINARY_SI, Quantity, QuantityError
 from kubeletapi.config.durations import Duration
+from kubeletapi.config.gosyntax import parse_float32
 from kubeletapi.errors import InvalidInput
 
 MEMORY_AVAILABLE = "memory.available"
@@ -96,8 +97,7 @@ class Threshold:
 
 
 def _percentage(text: str) -> float:
-    from kubeletapi.config.gosyntax import parse_float32  # noqa: PLC0415 - the kubelet's ParseFloat(32)
-
+    """parsePercentage: ParseFloat(32) of the number before '%', over 100."""
     return _float32(parse_float32(text.rstrip("%")) / 100)
 
 
