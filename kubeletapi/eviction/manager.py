@@ -258,22 +258,30 @@ class EvictionManager:
         if self._observer is not None:
             for x in updated:
                 self._observer.stats_age(x.signal, max(0.0, (wall_ns - observations[x.signal].time_ns) / 1e9))
-        spared: list[str] = []
+        target = self._first_evictable(ranked)
+        if target is None:
+            log.info("Eviction manager: unable to evict any pods from the node")
+            return None
+        message = eviction_message(resource, target, usage.get(target.metadata.uid), updated, observations)
+        await self._evict(target, self._grace(threshold, target), message)
+        if self._observer is not None:
+            self._observer.evicted(threshold.signal)
+        return target
+
+    @staticmethod
+    def _first_evictable(ranked: Sequence[Pod]) -> Pod | None:
+        """The first pod that is not critical; the critical ones before it logged in one line (the
+        kubelet logs one per pod per cycle: 110 lines every 10 s on a node of static pods)."""
+        spared = []
         for pod in ranked:
-            if is_critical(pod):
-                spared.append(f"{pod.metadata.namespace}/{pod.metadata.name}")
-                continue
-            if spared:  # one line, not the kubelet's one per pod per cycle: a static node has only these
-                log.info("Eviction manager: cannot evict %d critical pod(s): %s", len(spared), _some(spared))
-            message = eviction_message(resource, pod, usage.get(pod.metadata.uid), updated, observations)
-            await self._evict(pod, self._grace(threshold, pod), message)
-            if self._observer is not None:
-                self._observer.evicted(threshold.signal)
-            return pod
+            if not is_critical(pod):
+                break
+            spared.append(f"{pod.metadata.namespace}/{pod.metadata.name}")
+        else:
+            pod = None
         if spared:
             log.info("Eviction manager: cannot evict %d critical pod(s): %s", len(spared), _some(spared))
-        log.info("Eviction manager: unable to evict any pods from the node")
-        return None
+        return pod
 
     def _grace(self, threshold: t.Threshold, pod: Pod) -> int:
         if threshold.hard:
