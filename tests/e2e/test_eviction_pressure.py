@@ -14,9 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -26,6 +24,7 @@ import pytest
 
 from kubeletapi.stats.node import node_memory, rlimit
 from tests.helpers import Agent
+from tests.loopfs import loop_filesystem
 from tests.podtools import container, manifest, pods, running, wait_for, write
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(os.geteuid() != 0, reason="cgroups and loop mounts need root")]
@@ -73,19 +72,8 @@ def test_memory_pressure_from_a_pod_that_allocates(start_agent: Callable[..., Ag
 def loop_root(tmp_path: Path) -> Iterator[Path]:
     """A 64 MiB ext4 filesystem mounted (loop) on what agent_args makes the root directory; unmounted
     after the agent (request it before start_agent)."""
-    if shutil.which("mkfs.ext4") is None:
-        pytest.skip("mkfs.ext4 (e2fsprogs) is not installed")
-    image, root = tmp_path / "disk.img", tmp_path / "root"
-    with image.open("wb") as f:
-        f.truncate(64 * Mi)
-    subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True, capture_output=True)
-    root.mkdir()
-    subprocess.run(["mount", "-o", "loop", str(image), str(root)], check=True, capture_output=True)
-    try:
+    with loop_filesystem(tmp_path / "disk.img", tmp_path / "root", 64 * Mi) as root:
         yield root
-    finally:
-        subprocess.run(["umount", "-l", str(root)], check=False, capture_output=True)  # frees the loop device
-        image.unlink()
 
 
 def test_disk_pressure_on_a_small_filesystem_filled_by_a_pod(loop_root: Path, start_agent: Callable[..., Agent],
