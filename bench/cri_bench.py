@@ -627,16 +627,24 @@ def run(trash: Trash) -> tuple[RuntimeResult, RuntimeResult, Forced]:
     return cri, proc, forced
 
 
-def main() -> int:
+def preflight(name: str) -> bool:
+    """What a benchmark on private containerd instances needs (root, containerd and the image
+    tools); on success SIGTERM and ^C unwind through every finally, so its clean-up runs."""
     if os.geteuid() != 0:
-        print("cri_bench needs root (a private containerd, cgroups)", file=sys.stderr)
-        return 1
+        print(f"{name} needs root (a private containerd, cgroups)", file=sys.stderr)
+        return False
     missing = containerd.missing_tools() + images.missing_tools()
     if missing:
-        print(f"cri_bench needs {', '.join(missing)} (`make deb` installs them)", file=sys.stderr)
-        return 1
+        print(f"{name} needs {', '.join(missing)} (`make deb` installs them)", file=sys.stderr)
+        return False
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # ^C even when started in the background
+    return True
+
+
+def main() -> int:
+    if not preflight("cri_bench"):
+        return 1
     trash = Trash()
     loads = [load()]
     try:

@@ -37,8 +37,6 @@ mounts and kernel tunables (RealKubelet.stop), both containerd, leftovers checke
 from __future__ import annotations
 
 import argparse
-import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -46,19 +44,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 import vsnodes
 import vsreport
 from benchkit import Client
-from cri_bench import Trash, kill_own_leftovers, leftovers
+from cri_bench import Trash, kill_own_leftovers, leftovers, preflight
 from results_md import update_section
 from stats_bench import load
 from vsnodes import NODE, KubeletNode, Node, OursNode, cpu_ns, cpu_s, daemon_pid, rss_mib
 
-from tests.cri import containerd, images
 from tests.oracle.pair import node_pki, start_containerds
 from tests.oracle.realkubelet import Serving
 
@@ -358,9 +354,6 @@ def kubeletapi_version() -> str:
 
 
 # --- main ------------------------------------------------------------------------------------------
-def _terminate(signum: int, _frame: FrameType | None) -> None:
-    raise SystemExit(128 + signum)  # unwinds through every finally: the clean-up runs
-
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -370,15 +363,8 @@ def main() -> int:
                         "and scrapes at the higher pod count, and its RSS by mapping is printed (writes nothing)")
     opts = parser.parse_args()
     quick = opts.quick
-    if os.geteuid() != 0:
-        print("kubelet_vs_bench needs root (containerd, cgroups)", file=sys.stderr)
+    if not preflight("kubelet_vs_bench"):
         return 1
-    missing = containerd.missing_tools() + images.missing_tools()
-    if missing:
-        print(f"kubelet_vs_bench needs {', '.join(missing)} (`make deb` installs them)", file=sys.stderr)
-        return 1
-    signal.signal(signal.SIGTERM, _terminate)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
     plan, trash, loads = (QUICK if quick else Plan()), Trash(), [load()]
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="kvs-", dir="/tmp"))

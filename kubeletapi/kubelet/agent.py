@@ -233,22 +233,33 @@ class Kubelet:
         log.info("kubeletapi started on node %s", self.node_name)
 
     async def stop(self) -> None:
-        """Stop serving and syncing; containers keep running (a new agent re-adopts them)."""
+        """Stop serving and syncing; containers keep running (a new agent re-adopts them).
+
+        Every part is stopped even when one fails (a start that failed half-way leaves parts
+        half-built): the listeners' sockets are always closed; the first failure is raised after."""
+        failures: list[BaseException] = []
+
+        async def step(stop: Callable[[], Awaitable[object]] | None) -> None:
+            if stop is None:
+                return
+            try:
+                await stop()
+            except Exception as exc:  # raised below, once the other parts have stopped
+                log.error("Stopping the agent: %s", exc, exc_info=exc)
+                failures.append(exc)
+
         await cancel_and_wait(self._tasks)
         self._tasks.clear()
-        if self.certs is not None:
-            await self.certs.stop()
-        if self.cluster is not None:
-            await self.cluster.stop()
-        if self.eviction is not None:
-            await self.eviction.stop()
-        if self.stats is not None:
-            await self.stats.stop()
-        if self.pods is not None:
-            await self.pods.stop()
-        await asyncio.gather(*(listener.stop() for listener in self.listeners.values()))
+        for part in (self.certs, self.cluster, self.eviction, self.stats, self.pods):
+            await step(part.stop if part is not None else None)
+        for result in await asyncio.gather(*(listener.stop() for listener in self.listeners.values()),
+                                           return_exceptions=True):
+            if isinstance(result, BaseException):
+                failures.append(result)
         self._log_monitor.stop()
-        await self._security.close()
+        await step(self._security.close)
+        if failures:
+            raise failures[0]
 
     def port(self, name: str) -> int:
         return self.listeners[name].port

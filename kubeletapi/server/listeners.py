@@ -116,10 +116,13 @@ class Listener:
         return TLSProtocol(http, ctx, self.spec.limits.header_timeout_s)
 
     async def stop(self) -> None:
+        """Stop accepting, close the open connections (after the grace period), close the socket."""
         self._server.should_exit = True
-        if self._ticker is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._ticker
-        if self._server.started:
-            await self._server.shutdown(sockets=[self.sock])
-        self.sock.close()
+        try:
+            if self._ticker is not None:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._ticker
+            if self._server.started:
+                await self._server.shutdown(sockets=[self.sock])
+        finally:
+            self.sock.close()
