@@ -8,8 +8,9 @@ BIN := $(VENV)/bin
 # containerd, runc and the CNI plugins (the CRI runtime under the contract suite), busybox-static and
 # umoci (its images, built locally: no registry); influxdb (the sink's end-to-end tests),
 # docker-compose (the compose file's checks) and docker-registry (the distribution registry v2 the
-# imagePullSecrets test runs privately on loopback, with htpasswd auth): this is the one list.
-DEB_PACKAGES := wrk curl prometheus prometheus-node-exporter containerd runc containernetworking-plugins busybox-static umoci influxdb docker-compose docker-registry
+# imagePullSecrets test runs privately on loopback, with htpasswd auth), e2fsprogs and mount (mkfs.ext4
+# and mount -o loop: the small filesystem the disk-pressure eviction test fills): this is the one list.
+DEB_PACKAGES := wrk curl prometheus prometheus-node-exporter containerd runc containernetworking-plugins busybox-static umoci influxdb docker-compose docker-registry e2fsprogs mount
 
 # The real Kubernetes control plane the cluster tests run (tests/cluster/): built from the Go module
 # proxy by scripts/cluster-bin.sh into a cache outside the checkout, once per version.

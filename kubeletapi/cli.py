@@ -79,6 +79,21 @@ def _labels(text: str) -> dict[str, str]:
     return out
 
 
+def _map(separator: str) -> Any:
+    """A map flag, comma-separated `key<sep>value` pairs (cliflag's MapStringString with "=",
+    LangleSeparatedMapStringString with "<"); the flag replaces the configuration's whole map."""
+    def parse(text: str) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for item in filter(None, (s.strip() for s in text.split(","))):
+            key, sep, value = item.partition(separator)
+            if not sep:
+                raise argparse.ArgumentTypeError(f"malformed pair, expect string{separator}string")
+            out[key.strip()] = value.strip()
+        return out
+    parse.__name__ = f"map of key{separator}value"  # argparse names the type in its message
+    return parse
+
+
 def _taints(text: str) -> list[dict[str, str]]:
     """--register-with-taints: key=value:Effect (or key:Effect), comma-separated."""
     out = []
@@ -160,6 +175,20 @@ CONFIG_FLAGS: list[tuple[str, tuple[str, ...], Any, str]] = [
      "how often the node status is computed (patched when it changed)"),
     ("--kube-api-qps", ("kubeAPIQPS",), int, "requests per second to the API server"),
     ("--kube-api-burst", ("kubeAPIBurst",), int, "request burst to the API server"),
+    ("--eviction-hard", ("evictionHard",), _map("<"),
+     "eviction thresholds that evict a pod when met, e.g. memory.available<100Mi,nodefs.available<10% "
+     "(default memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%,"
+     "imagefs.inodesFree<5%)"),
+    ("--eviction-soft", ("evictionSoft",), _map("<"),
+     "eviction thresholds that evict a pod when met for their grace period, e.g. memory.available<1.5Gi"),
+    ("--eviction-soft-grace-period", ("evictionSoftGracePeriod",), _map("="),
+     "grace period of each soft threshold, e.g. memory.available=1m30s"),
+    ("--eviction-max-pod-grace-period", ("evictionMaxPodGracePeriod",), int,
+     "maximum grace period (seconds) of a pod evicted for a soft threshold"),
+    ("--eviction-minimum-reclaim", ("evictionMinimumReclaim",), _map("="),
+     "what must be reclaimed beyond a met threshold before it is resolved, e.g. imagefs.available=2Gi"),
+    ("--eviction-pressure-transition-period", ("evictionPressureTransitionPeriod",), _duration,
+     "how long a pressure condition stays on after its threshold was last met (default 5m0s)"),
     ("--v", ("logging", "verbosity"), int, "log verbosity"),
     ("--memory-manager-policy", ("memoryManagerPolicy",), str,
      "None (default) or Static: Guaranteed pods get their memory from a NUMA node group (cpuset.mems), "

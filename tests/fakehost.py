@@ -147,6 +147,7 @@ class FakeHost:
     container_streams: Callable[[str, str, str | None, str], Coroutine[Any, Any, ContainerStreams]] = _streams
     pod_ports: Callable[[str, str, str | None], Coroutine[Any, Any, PodPorts]] = _ports
     streaming_idle_timeout: Callable[[], float] = lambda: 4 * 3600.0  # the kubelet's default, 4h
+    node_conditions: Callable[[], Sequence[Mapping[str, str]]] = lambda: []  # noqa: PIE807 - list() takes a parameter
 
 
 _: Host = FakeHost()  # mypy checks that FakeHost is a Host

@@ -359,8 +359,11 @@ class KubeletConfiguration(WireModel):
             data["serializeImagePulls"] = False
         if isinstance(data.get("podPidsLimit"), int) and data["podPidsLimit"] < 0:
             data["podPidsLimit"] = -1
-        if data.get("evictionHard") is None:
+        hard = data.get("evictionHard")
+        if hard is None:
             data["evictionHard"] = dict(LINUX_EVICTION_HARD)
+        elif data.get("mergeDefaultEvictionSettings") is True and isinstance(hard, dict):
+            data["evictionHard"] = {**LINUX_EVICTION_HARD, **hard}  # server.go: the defaults fill the gaps
         _gated_defaults(data)
         return data
 

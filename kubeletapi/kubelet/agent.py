@@ -40,6 +40,7 @@ from kubeletapi.kubelet import streams
 from kubeletapi.kubelet.certificates import CertificateWiring
 from kubeletapi.kubelet.cluster import ClusterWiring, cgroup_version
 from kubeletapi.kubelet.gc import GCWiring
+from kubeletapi.kubelet.eviction import EvictionWiring
 from kubeletapi.kubelet.pods import PodWiring
 from kubeletapi.kubelet.security import SecurityWiring, tls_files
 from kubeletapi.kubelet.stats import StatsProvider
@@ -54,6 +55,7 @@ from kubeletapi.metrics.sinks import SinkCollector
 from kubeletapi.metrics.spec import new_registry
 from kubeletapi.node.logfiles import LogAnswer
 from kubeletapi.node.logviewer import NodeLogViewer
+from kubeletapi.node.status import Pressure, pressure_conditions
 from kubeletapi.pki import NodePKI
 from kubeletapi.runtime.logoptions import PodLogOptions
 from kubeletapi.server.app import create_app, create_healthz_app
@@ -106,6 +108,7 @@ class Kubelet:
         ]
         self.stats: StatsProvider | None = None
         self.gc: GCWiring | None = None  # gc.reclaim: the eviction manager's node-level reclaim
+        self.eviction: EvictionWiring | None = None
         self.cluster: ClusterWiring | None = None
         self.certs: CertificateWiring | None = None
         self._serving: ServingContext | None = None
@@ -186,6 +189,9 @@ class Kubelet:
     def streaming_idle_timeout(self) -> float:
         return self.cfg.streaming_connection_idle_timeout.seconds
 
+    def node_conditions(self) -> Sequence[Mapping[str, str]]:
+        return pressure_conditions(self.eviction.pressure() if self.eviction is not None else Pressure())
+
     def _sources_not_ready(self) -> str | None:
         return "the agent is starting" if self.pods is None else self.pods.manager.sources_not_ready()
 
@@ -218,6 +224,14 @@ class Kubelet:
             self.stats = StatsProvider(self.cfg, self.opts, self.node_name, self.clock, self.pods)
             if self.stats.sink is not None:
                 self._registries["metrics"].register(SinkCollector(self.stats.sink.counts))
+            self.gc = GCWiring(self.cfg, self.opts, self.clock, self.pods, self.stats, self._registries["metrics"],
+                               self.cluster.events if self.cluster is not None else None)
+            self.eviction = EvictionWiring(self.cfg, self.pods.manager, self.stats.housekeeper, self.clock,
+                                           events=self.cluster.events if self.cluster is not None else None,
+                                           reclaimers=[self.gc.reclaim])
+            self._registries["metrics"].register(self.eviction.metrics)
+            if self.cluster is not None:
+                self.cluster.pressure = self.eviction.pressure
             if self.cluster is not None:
                 events = self.cluster.events
                 self._registries["metrics"].register(EventsCollector(lambda: events.counts))
@@ -227,9 +241,8 @@ class Kubelet:
                 self.listeners[spec.name] = Listener(spec)
             for listener in self.listeners.values():
                 await listener.start()
-            self.gc = GCWiring(self.cfg, self.opts, self.clock, self.pods, self.stats, self._registries["metrics"],
-                               self.cluster.events if self.cluster is not None else None)
             await self.pods.start()
+            self.eviction.start()
             await self.stats.start()
             self.gc.start()
             if self.certs is not None and self.certs.joined:
@@ -263,7 +276,7 @@ class Kubelet:
 
         await cancel_and_wait(self._tasks)
         self._tasks.clear()
-        for part in (self.certs, self.cluster, self.gc, self.stats, self.pods):
+        for part in (self.certs, self.cluster, self.eviction, self.gc, self.stats, self.pods):
             await step(part.stop if part is not None else None)
         for result in await asyncio.gather(*(listener.stop() for listener in self.listeners.values()),
                                            return_exceptions=True):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from kubeletapi.aio import cancel_and_wait
 from kubeletapi.api.quantity import Quantity
@@ -30,6 +30,7 @@ from kubeletapi.kubelet.pods import ApiReaders, PodWiring
 from kubeletapi.node.controller import NodeController
 from kubeletapi.node.facts import NodeFacts, hugepages, rootfs_capacity
 from kubeletapi.node.images import NodeImages
+from kubeletapi.node.status import Pressure
 from kubeletapi.nodeinfo import IPAddress
 from kubeletapi.pods.apisource import ApiServerSource
 from kubeletapi.pods.apistatus import BoundPod, BoundPods, StatusSync
@@ -89,6 +90,7 @@ class ClusterWiring:
         self.status_sync: StatusSync | None = None
         self.mirrors: MirrorPods | None = None
         self._node_uid_read = ""  # the Node's UID read from the API (registerNode false)
+        self.pressure: Callable[[], Pressure] = Pressure  # the eviction manager's, set by the agent
         self._cfg = cfg
         self._opts = opts
         self._node_name = node_name
@@ -126,7 +128,7 @@ class ClusterWiring:
                 self.api, facts, self._clock, boot_id=machine.boot_id, not_ready=self._not_ready,
                 images=NodeImages(pods.cri, self._clock), update_s=cfg.node_status_update_frequency.seconds,
                 report_s=cfg.node_status_report_frequency.seconds, lease_s=cfg.node_lease_duration_seconds,
-                events=self.events,
+                events=self.events, pressure=self.pressure,
                 pod_cidr=pods.update_pod_cidr if self._opts.network_plugin == "cni" else None,
             )
             await self.controller.start()

@@ -21,7 +21,7 @@ Json = dict[str, Any]
 
 @dataclass(frozen=True)
 class Pressure:
-    """What the eviction manager says (all False until it exists)."""
+    """What the eviction manager says (kubelet/eviction.py EvictionWiring.pressure)."""
 
     memory: bool = False
     disk: bool = False
@@ -37,6 +37,14 @@ _PRESSURES = (
     ("PIDPressure", "KubeletHasInsufficientPID", "kubelet has insufficient PID available",
      "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
 )
+
+
+def pressure_conditions(pressure: Pressure) -> list[dict[str, str]]:
+    """The three pressure conditions without times (type, status, reason, message)."""
+    flags = (pressure.memory, pressure.disk, pressure.pid)
+    return [{"type": kind, "status": "True" if flag else "False", "reason": t_reason if flag else f_reason,
+             "message": t_msg if flag else f_msg}
+            for (kind, t_reason, t_msg, f_reason, f_msg), flag in zip(_PRESSURES, flags, strict=True)]
 
 
 def conditions(previous: Sequence[Mapping[str, Any]], now: dt.datetime, pressure: Pressure,

@@ -18,6 +18,9 @@
 - Probes: an admitted pod's probe workers start with its pod worker and stop when it is killed;
   a changed probe result pokes the pod's worker (poke), which syncs it (status, liveness kills).
 - Statuses are the syncer's, in the status store; pods() joins them to the admitted specs.
+- Eviction (evict(), the eviction manager's killPodFunc): the pod is killed with the eviction's
+  grace period and then kept, Failed with reason Evicted, while its source defines it: it is
+  not started again (the kubelet's evicted pods stay terminal until deleted).
 - Mirror pods (apiserver mode, pods.mirror) read the static pods, the API's mirror pods and the
   static pods still stopping from here, and hear of every change through subscribe().
 """
@@ -39,7 +42,7 @@ from kubeletapi.pods.pleg import PLEG
 from kubeletapi.pods.podevents import PodEvents
 from kubeletapi.pods.sources import ManifestResult, MirrorPod, PodUpdate
 from kubeletapi.pods.static import is_static
-from kubeletapi.pods.status import REJECTED_PREFIX, rejected_status
+from kubeletapi.pods.status import REJECTED_PREFIX, evicted_status, rejected_status
 from kubeletapi.pods.statusstore import StatusStore
 from kubeletapi.pods.sync import PodSyncer
 from kubeletapi.pods.workers import PodWorkers
@@ -117,6 +120,8 @@ class PodManager:
         self._refused: set[str] = set()  # uids of API pods refused (their event is posted)
         self._admitters: list[PodAdmitHandler] = []
         self._held: dict[str, Refusal] = {}  # uid -> an admit handler's refusal, kept while defined
+        self._evicting: dict[str, str] = {}  # uid -> the eviction message, while its kill runs
+        self._evicted: dict[str, Pod] = {}  # uid -> an evicted pod with its final status, kept while defined
         self._listeners: list[Callable[[], None]] = []
 
     def add_admitter(self, handler: PodAdmitHandler) -> None:
@@ -175,6 +180,7 @@ class PodManager:
         admitted: dict[str, Pod] = {}
         rejected: dict[str, Pod] = {}
         records: list[ManifestRecord] = []
+        evicted: dict[str, Pod] = {}
         owners: dict[tuple[str, str], str] = {}
         uids: dict[str, str] = {}  # uid -> "namespace/name (origin)" of the pod admitted with it
         known = {(r.origin, r.reason) for r in self._manifests if r.state == "rejected"}
@@ -186,7 +192,12 @@ class PodManager:
             meta = pod.metadata
             key = (meta.namespace, meta.name)
             base = ManifestRecord(source, result.origin, "accepted", meta.namespace, meta.name, meta.uid)
-            if key in owners:
+            if meta.uid in self._evicted:  # an evicted pod stays Failed; its name stays taken
+                evicted[meta.uid] = self._evicted[meta.uid]
+                owners[key] = result.origin
+                uids[meta.uid] = f"{meta.namespace}/{meta.name} ({result.origin})"
+                records.append(base)
+            elif key in owners:
                 reason = f"pod {meta.namespace}/{meta.name} is already defined by {owners[key]}"
                 records.append(self._reject_record(known, source, result.origin, reason, base))
             elif meta.uid in uids:
@@ -207,6 +218,7 @@ class PodManager:
                 admitted[meta.uid] = pod
                 records.append(base)
         self._held = {uid: r for uid, r in self._held.items() if uid in rejected}
+        self._evicted = evicted
         return admitted, rejected, records
 
     def _refusal(self, pod: Pod, admitted: dict[str, Pod]) -> Refusal | None:
@@ -319,7 +331,9 @@ class PodManager:
         self._killing.pop(uid, None)
         self._orphans_killing.discard(uid)
         pod = self._desired.get(uid)
-        if uid in self._terminating:
+        if uid in self._evicting:
+            self._evicted_now(uid, pod, self._evicting.pop(uid))
+        elif uid in self._terminating:
             self._terminating.discard(uid)
             if pod is not None:
                 self._terminated.add(uid)  # its final status stays until the API server forgets it
@@ -329,6 +343,46 @@ class PodManager:
             self._run(uid, pod)
             return
         self._statuses.remove(uid)
+
+    def _evicted_now(self, uid: str, pod: Pod | None, message: str) -> None:
+        """The evicted pod's kill is done: it leaves the admitted pods, Failed (Evicted)."""
+        final = self._statuses.get(uid)  # the syncer wrote it evicted (set_final_status)
+        self._statuses.remove(uid)
+        if pod is None or uid not in self._desired:
+            return  # its source dropped it meanwhile
+        del self._desired[uid]
+        status = final if final is not None else evicted_status(None, message, self._now(),
+                                                                  pod.metadata.generation or 0)
+        if not status.qos_class:
+            status.qos_class = qos_class(pod)
+        self._evicted[uid] = pod.model_copy(update={"status": status})
+
+    # --- eviction ------------------------------------------------------------------------------
+    def active_pods(self) -> list[Pod]:
+        """The kubelet's GetActivePods: admitted pods not being killed (their specs, as admitted)."""
+        gone = set(self._killing) | self._terminating | self._terminated
+        return [pod for uid, pod in self._desired.items() if uid not in gone]
+
+    async def evict(self, pod: Pod, grace_s: int, message: str) -> bool:
+        """Kill an admitted pod with `grace_s` (the eviction's grace period, as the kubelet's
+        gracePeriodOverride) and keep it as Failed, reason Evicted, `message`; returns once its
+        containers are stopped and removed (False: not an admitted pod, or already stopping)."""
+        uid = pod.metadata.uid
+        admitted = self._desired.get(uid)
+        if admitted is None or uid in self._killing:
+            return False
+        self._evicting[uid] = message
+        self._killing[uid] = admitted
+        generation = admitted.metadata.generation or 0
+        self._syncer.set_final_status(uid, lambda final: evicted_status(final, message, self._now(), generation))
+        # The grace period rides on the pod the worker kills, as a deletion's would.
+        meta = admitted.metadata.model_copy(update={"deletion_grace_period_seconds": grace_s})
+        self._workers.update(uid, admitted.model_copy(update={"metadata": meta}))
+        self._workers.kill(uid)
+        if self._probes is not None:
+            self._probes.remove_pod(uid)
+        await self._workers.wait_idle(uid)
+        return True
 
     def sources_not_ready(self) -> str | None:
         """None once every source has delivered a snapshot (the kubelet's SourcesReady), else
@@ -390,7 +444,7 @@ class PodManager:
         for uid, pod in self._desired.items():
             status = self._statuses.get(uid)
             out.append(pod.model_copy(update={"status": status}) if status is not None else pod)
-        return out + list(self._rejected.values())
+        return out + list(self._evicted.values()) + list(self._rejected.values())
 
     def bound_pods(self) -> list[BoundPod]:
         """The API server's pods with this node's status for them (the status sync's view): an
@@ -407,7 +461,7 @@ class PodManager:
                 continue
             meta = pod.metadata
             uid = meta.uid
-            refused = self._rejected.get(uid)
+            refused = self._rejected.get(uid) or self._evicted.get(uid)
             if refused is not None:
                 status: PodStatus | None = refused.status
                 finished = True
@@ -446,7 +500,7 @@ class PodManager:
 
     def find(self, namespace: str, name: str) -> Pod | None:
         """The admitted (or refused) pod of that name, without its status."""
-        for pod in (*self._desired.values(), *self._rejected.values()):
+        for pod in (*self._desired.values(), *self._evicted.values(), *self._rejected.values()):
             if pod.metadata.namespace == namespace and pod.metadata.name == name:
                 return pod
         return None

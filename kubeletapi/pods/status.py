@@ -304,3 +304,18 @@ def rejected_status(reason: str, message: str, now: dt.datetime, qos: str = "") 
     kubelet's rejectPod prefixes the message)."""
     return PodStatus(phase="Failed", reason=reason, message=f"{REJECTED_PREFIX}{message}",
                      start_time=now.replace(microsecond=0), qos_class=qos)
+
+
+EVICTED = "Evicted"
+
+
+def evicted_status(final: PodStatus | None, message: str, now: dt.datetime, generation: int = 0) -> PodStatus:
+    """An evicted pod's status (the eviction manager's status function on its final status):
+    Failed, reason Evicted, the eviction's message, and the DisruptionTarget condition
+    (TerminationByKubelet) the kubelet adds."""
+    status = final.model_copy(deep=True) if final is not None else PodStatus()
+    status.phase, status.reason, status.message = "Failed", EVICTED, message
+    condition = PodCondition(type="DisruptionTarget", status="True", reason="TerminationByKubelet", message=message,
+                             observed_generation=generation, last_transition_time=now.replace(microsecond=0))
+    status.conditions = [c for c in status.conditions if c.type != condition.type] + [condition]
+    return status

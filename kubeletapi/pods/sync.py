@@ -168,6 +168,8 @@ class PodSyncer:
         self._events = events or PodEvents()
         self._stopper = ContainerStopper(runtime, clock, node.node_ip, self._events, pod_ip=self._published_ip)
         self._pods: dict[str, _PodState] = {}
+        # uid -> how the next kill's final status is to be changed (an eviction's, set_final_status)
+        self._final_adjust: dict[str, Callable[[PodStatus], PodStatus]] = {}
         # The scheme of container ids in statuses: the runtime's name (containerd://<id>), set by
         # the wiring once the runtime has answered Version.
         self.id_scheme = CONTAINER_ID_SCHEME
@@ -467,6 +469,11 @@ class PodSyncer:
         self._pods.pop(uid, None)
         log.info("pod %s/%s (%s) removed", pod.metadata.namespace, pod.metadata.name, uid)
 
+    def set_final_status(self, uid: str, adjust: Callable[[PodStatus], PodStatus]) -> None:
+        """Have the pod's next kill write `adjust(final status)` (the kubelet's killPodFunc status
+        function: an evicted pod is Failed with reason Evicted from its first terminal status on)."""
+        self._final_adjust[uid] = adjust
+
     def _previous(self, pod: Pod) -> PodStatus | None:
         """The pod's last status: this node's, else the API server's (an API pod first seen, or
         seen again after a restart: its conditions' transition times and start time carry on)."""
@@ -484,7 +491,8 @@ class PodSyncer:
         status = pod_status(pod, PodView.of(record.sandboxes, record.containers), {}, self._node.node_ip,
                             state.start_time if state is not None else None, self._previous(pod), self._now(),
                             ProbeView(uid, None, killed), self.id_scheme, terminal=True)
-        self._statuses.set(uid, status)
+        adjust = self._final_adjust.pop(uid, None)
+        self._statuses.set(uid, adjust(status) if adjust is not None else status)
 
     def _now(self) -> dt.datetime:
         return dt.datetime.fromtimestamp(self._clock.now(), dt.UTC).replace(microsecond=0)

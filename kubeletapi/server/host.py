@@ -100,3 +100,8 @@ class Host(Protocol):
     def streaming_idle_timeout(self) -> float:
         """streamingConnectionIdleTimeout in seconds (0: none)."""
         ...
+
+    def node_conditions(self) -> Sequence[Mapping[str, str]]:
+        """The node's MemoryPressure, DiskPressure and PIDPressure as the eviction manager sees
+        them now (type, status, reason, message; the Node status's wording), for the node view."""
+        ...

@@ -388,7 +388,7 @@ def test_all_problems_at_once_naming_file_field_flag_and_origin(tmp_path: Path) 
         "be a negative number",
         "  containerLogMaxFiles: invalid configuration: containerLogMaxFiles must be greater than 1",
         "  syncFrequency (--sync-frequency): invalid sync frequency -10000000000",
-        "  evictionHard: memory.available: unable to parse quantity's suffix",
+        "  evictionHard (--eviction-hard): memory.available: unable to parse quantity's suffix",
         f'  containerLogMaxSize: {LOG_MANAGER} "abc": {QUANTITY}',
     ]
 
