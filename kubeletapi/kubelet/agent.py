@@ -39,8 +39,8 @@ from kubeletapi.health import HealthCheck, LogFlushMonitor, PingCheck, SyncLoopC
 from kubeletapi.kubelet import streams
 from kubeletapi.kubelet.certificates import CertificateWiring
 from kubeletapi.kubelet.cluster import ClusterWiring, cgroup_version
-from kubeletapi.kubelet.gc import GCWiring
 from kubeletapi.kubelet.eviction import EvictionWiring
+from kubeletapi.kubelet.gc import GCWiring
 from kubeletapi.kubelet.pods import PodWiring
 from kubeletapi.kubelet.security import SecurityWiring, tls_files
 from kubeletapi.kubelet.stats import StatsProvider

@@ -211,7 +211,7 @@ class PodWiring:
         after any handler the composition root added since construction: the kubelet asks its
         eviction handler before the topology/memory manager's."""
         self.manager.add_admitter(MemoryAdmission(self.memory))
-        self.manager.subscribe(lambda: self.memory.release(self.manager.active_pods()))
+        self.manager.subscribe(lambda: self.memory.release(self.manager.holding_resources()))
 
     def _submitted(self) -> list[tuple[str, PodSource]]:
         return [(SUBMITTED, self.submission)] if self.submission is not None else []

@@ -473,9 +473,9 @@ class PodManager:
                                 meta.deletion_timestamp is not None, finished))
         return out
 
-    def active_pods(self) -> dict[str, Pod]:
-        """Pods admitted or still being stopped, by UID: whose resources stay held (the kubelet's
-        active pods)."""
+    def holding_resources(self) -> dict[str, Pod]:
+        """Pods admitted or still being stopped, by UID: whose resources (memory pinned by the
+        memory manager) stay held."""
         return {**self._killing, **self._desired}
 
     def static_pods(self) -> list[Pod]:
