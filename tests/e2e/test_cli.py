@@ -101,12 +101,12 @@ def refused_before_starting(tmp_path: Path, body: str, *flags: str) -> str:
                      "containerLogMaxFiles must be greater than 1", id="log-files-one"),
         pytest.param("syncFrequency: -10s\n", "  syncFrequency (--sync-frequency): invalid sync frequency "
                      "-10000000000", id="sync-frequency-negative"),
-        pytest.param("evictionHard: {memory.available: 100 megs}\n", "  evictionHard: memory.available: quantities "
-                     "must match", id="eviction-quantity"),
-        pytest.param("evictionHard: {nodefs.available: ten%}\n", '  evictionHard: nodefs.available: '
+        pytest.param("evictionHard: {memory.available: 100 megs}\n", "  evictionHard (--eviction-hard): "
+                     "memory.available: quantities must match", id="eviction-quantity"),
+        pytest.param("evictionHard: {nodefs.available: ten%}\n", "  evictionHard (--eviction-hard): nodefs.available: "
                      'strconv.ParseFloat: parsing "ten": invalid syntax', id="eviction-percentage"),
-        pytest.param("evictionHard: {disk.free: 1Gi}\n", "  evictionHard: unsupported eviction signal disk.free",
-                     id="eviction-signal"),
+        pytest.param("evictionHard: {disk.free: 1Gi}\n",
+                     "  evictionHard (--eviction-hard): unsupported eviction signal disk.free", id="eviction-signal"),
     ],
 )
 def test_config_the_kubelet_refuses_exits_1_before_starting(tmp_path: Path, body: str, line: str) -> None:
