@@ -13,6 +13,8 @@ from tests.cri.fixtures import cri_env  # noqa: F401 - the session's private con
 from tests.fakehost import FakeHost, FakeNode
 from tests.helpers import Agent, agent_args
 
+pytest_plugins = ["tests.socketleaks"]  # an unclosed socket names the test and the code that opened it
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", default=False,
