@@ -14,11 +14,35 @@ from tests.fakehost import FakeHost, FakeNode
 from tests.helpers import Agent, agent_args
 
 pytest_plugins = ["tests.socketleaks"]  # an unclosed socket names the test and the code that opened it
+TESTS = Path(__file__).resolve().parent
+# `make test-fast`'s selection (and the part of `make test` run in worker processes): the unit and
+# server tests, without the directories and marks of tests that start real daemons or take long.
+NOT_FAST_DIRS = frozenset({"e2e", "cri", "ecosystem"})
+NOT_FAST_MARKS = ("e2e", "cri", "slow")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", default=False,
                      help="rewrite tests/testdata/golden/* from the current output instead of comparing")
+    parser.addoption("--part", choices=("all", "fast", "rest"), default="all",
+                     help="fast: the unit and server tests (no e2e, cri, ecosystem dirs or e2e/cri/slow marks); "
+                          "rest: everything else; the two together are the whole suite")
+
+
+def is_fast(item: pytest.Item) -> bool:
+    top = item.path.relative_to(TESTS).parts[0] if item.path.is_relative_to(TESTS) else ""
+    return top not in NOT_FAST_DIRS and not any(item.get_closest_marker(m) for m in NOT_FAST_MARKS)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    part = config.getoption("--part")
+    if part == "all":
+        return
+    keep = [item for item in items if is_fast(item) == (part == "fast")]
+    dropped = [item for item in items if is_fast(item) != (part == "fast")]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = keep
 
 
 @pytest.fixture
