@@ -26,6 +26,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from kubeletapi.atomicfile import write_atomic
+
 log = logging.getLogger(__name__)
 
 ADMIN_USER = "kubeletapi-admin"
@@ -127,15 +129,7 @@ def read_admin_token(path: Path) -> str:
 
 def write_private(path: Path, data: bytes) -> None:
     """Write `data` to `path` atomically with mode 0600."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+    write_atomic(path, data, mode=0o600)
 
 
 def _load_pair(crt: Path, key: Path) -> tuple[_Pair | None, str]:

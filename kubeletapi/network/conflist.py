@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubeletapi.atomicfile import write_atomic
 from kubeletapi.errors import InvalidInput
 
 CNI_VERSION = "1.0.0"
@@ -73,7 +73,5 @@ def write_conflist(directory: Path, cfg: PodNetworkConfig) -> Path:
             return path
     except FileNotFoundError:
         pass
-    tmp = directory / f".{CONFLIST_NAME}.tmp"
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    write_atomic(path, text.encode(), sync=False)
     return path

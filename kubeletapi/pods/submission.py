@@ -19,11 +19,10 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-import os
-import tempfile
 from pathlib import Path
 
 from kubeletapi.api.core_v1 import Pod
+from kubeletapi.atomicfile import write_atomic
 from kubeletapi.clock import Clock
 from kubeletapi.errors import InvalidInput
 from kubeletapi.pods.manifest import decode_pod_list
@@ -54,7 +53,7 @@ class SubmissionSource:
         Decoding and the file write run in a worker thread (a list may be 1.5 MiB of YAML)."""
         async with self._lock:  # one at a time: the file and the set in force are the same submission
             pods = await asyncio.to_thread(self._decode, body, ORIGIN)
-            await asyncio.to_thread(_write_atomic, self._file, body)
+            await asyncio.to_thread(write_atomic, self._file, body, mode=0o600)
             self._results = tuple(ManifestResult(f"{SOURCE}:{p.metadata.namespace}/{p.metadata.name}", pod=p)
                                   for p in pods)
             self._changed.set()
@@ -100,17 +99,3 @@ class SubmissionSource:
                 raise InvalidInput(f"{origin}: pod {key[0]}/{key[1]} is given more than once")
             names.add(key)
         return pods
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -23,6 +23,7 @@ from typing import Protocol
 
 from kubeletapi.api.core_v1 import Container, Pod
 from kubeletapi.api.quantity import BINARY_SI, DECIMAL_SI, Quantity, QuantityError, coerce_quantity
+from kubeletapi.atomicfile import write_atomic
 from kubeletapi.cm.memorymanager.policy import PolicyError, StaticPolicy, is_restartable_init
 from kubeletapi.cm.memorymanager.state import (
     MEMORY,
@@ -33,7 +34,6 @@ from kubeletapi.cm.memorymanager.state import (
     NUMANodeMap,
     decode,
     encode,
-    write_atomic,
 )
 from kubeletapi.cm.memorymanager.topology import NUMANode
 from kubeletapi.cm.qos import QOSClass, qos_class

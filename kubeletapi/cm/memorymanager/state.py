@@ -16,11 +16,8 @@ the second), so the model keeps None apart from empty wherever the JSON can carr
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from kubeletapi.errors import InvalidInput
@@ -396,18 +393,3 @@ def _innermost(text: str) -> str:
         elif char in "}]" and stack:
             stack.pop()
     return stack[-1] if stack else ""
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """The file store's write: a temporary file in the same directory, synced, renamed over."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kubeletapi.atomicfile import write_atomic
 from kubeletapi.runtime.types import ContainerConfig, Mount, PodMeta, Resources, SandboxConfig
 
 SANDBOX_JSON = "sandbox.json"
@@ -36,9 +37,7 @@ def new_id() -> str:
 
 def write_json(path: Path, data: Any) -> None:
     """Atomically replace `path` (never a torn file after a crash)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, sort_keys=True))
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(data, sort_keys=True).encode(), sync=False)
 
 
 def _meta(raw: dict[str, Any]) -> PodMeta:
