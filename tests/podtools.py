@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from tests.helpers import Agent
+from tests.helpers import LOOPBACK, Agent
 
 T = TypeVar("T")
 
@@ -48,6 +48,22 @@ def write(manifests: Path, filename: str, text: str) -> Path:
 def pods(agent: Agent) -> dict[str, dict[str, Any]]:
     """name -> pod, from the read-only /pods."""
     items = httpx.get(agent.url("read-only", "/pods"), timeout=10).json()["items"]
+    return {p["metadata"]["name"]: p for p in items}
+
+
+def flag(args: list[str], name: str) -> str:
+    """The value of `name` in an agent's command line."""
+    return args[args.index(name) + 1]
+
+
+def pod_list(args: list[str]) -> dict[str, dict[str, Any]]:
+    """/pods of an agent process started with `args`, read on its read-only port, by pod name; {}
+    while it does not answer (starting, stopped)."""
+    url = f"http://{LOOPBACK}:{flag(args, '--read-only-port')}/pods"
+    try:
+        items = httpx.get(url, timeout=5).json()["items"]
+    except httpx.HTTPError:
+        return {}
     return {p["metadata"]["name"]: p for p in items}
 
 

@@ -9,14 +9,18 @@ unnoticed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
 from tests.cri import containerd, images
+from tests.cri.cleanup import purge_cri
+from tests.helpers import Agent, agent_args
 
 
 @dataclass(frozen=True)
@@ -57,3 +61,18 @@ def cri_env() -> Iterator[CRIEnv]:
         yield CRIEnv(daemon.endpoint, daemon, timings)
     finally:
         daemon.stop()
+
+
+@contextlib.contextmanager
+def agent_on(env: CRIEnv, tmp: Path, *flags: str) -> Iterator[Agent]:
+    """An in-process agent on the session's containerd (`agent_args(tmp, *flags)`); on exit it is
+    stopped and everything it ran there is removed (its pods' containers and sandboxes)."""
+    args = agent_args(tmp, "--container-runtime=remote", "--container-runtime-endpoint", env.endpoint, *flags)
+    node = Agent(args)
+    try:
+        yield node
+    finally:
+        try:
+            node.close()
+        finally:
+            purge_cri(env.endpoint, args)

@@ -18,9 +18,8 @@ import pytest
 from kubeletapi.pods.imagegc import ImageGCError
 from kubeletapi.runtime.types import ContainerState, Image
 from tests.cri import images
-from tests.cri.cleanup import purge_cri
-from tests.cri.fixtures import CRIEnv
-from tests.helpers import Agent, agent_args
+from tests.cri.fixtures import CRIEnv, agent_on
+from tests.helpers import Agent
 from tests.podtools import manifest, pods, wait_for, write
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cri]
@@ -39,18 +38,13 @@ def agent(cri_env: CRIEnv, tmp_path: Path) -> Iterator[Agent]:
     config.write_text("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
                       "imageGCHighThresholdPercent: 1\nimageGCLowThresholdPercent: 0\n"
                       "imageMinimumGCAge: 1s\n")  # 0 means the default 2m
-    args = agent_args(tmp_path, "--container-runtime=remote", "--container-runtime-endpoint", cri_env.endpoint,
-                      "--pod-manifest-path", str(manifests), "--housekeeping-interval", "1s", "--config", str(config))
-    node = Agent(args)
     try:
-        yield node
+        with agent_on(cri_env, tmp_path, "--pod-manifest-path", str(manifests), "--housekeeping-interval", "1s",
+                      "--config", str(config)) as node:
+            yield node
     finally:
-        try:
-            node.close()
-        finally:
-            purge_cri(cri_env.endpoint, args)
-            cri_env.containerd.remove_images(UNUSED)
-            cri_env.containerd.import_images(images.build_all())  # whatever the GC took from the session
+        cri_env.containerd.remove_images(UNUSED)
+        cri_env.containerd.import_images(images.build_all())  # whatever the GC took from the session
 
 
 def _names(agent: Agent) -> set[str]:

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cri.cleanup import purge_cri
-from tests.cri.fixtures import CRIEnv
-from tests.helpers import Agent, agent_args
+from tests.cri.fixtures import CRIEnv, agent_on
+from tests.helpers import Agent
 from tests.podtools import manifest, pods, wait_for, write
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cri]
@@ -32,17 +31,9 @@ GUARANTEED = """- name: main
 def agent(cri_env: CRIEnv, tmp_path: Path) -> Iterator[Agent]:
     manifests = tmp_path / "manifests"
     write(manifests, "g.yaml", manifest("g", GUARANTEED))
-    args = agent_args(tmp_path, "--container-runtime=remote", "--container-runtime-endpoint", cri_env.endpoint,
-                      "--pod-manifest-path", str(manifests), "--memory-manager-policy", "Static",
-                      "--reserved-memory", "0:memory=100Mi")
-    node = Agent(args)
-    try:
+    with agent_on(cri_env, tmp_path, "--pod-manifest-path", str(manifests), "--memory-manager-policy", "Static",
+                  "--reserved-memory", "0:memory=100Mi") as node:
         yield node
-    finally:
-        try:
-            node.close()
-        finally:
-            purge_cri(cri_env.endpoint, args)
 
 
 def test_cpuset_mems_reaches_the_oci_spec_and_the_cgroup(agent: Agent, cri_env: CRIEnv) -> None:

@@ -16,26 +16,13 @@ import pytest
 
 from kubeletapi.cm.memorymanager.topology import read_topology
 from tests.helpers import LOOPBACK, AgentProcess, agent_args, purge
-from tests.podtools import container, manifest, wait_for, write
+from tests.podtools import container, flag, manifest, pod_list, wait_for, write
 
 pytestmark = pytest.mark.e2e
 MI = 1 << 20
 REJECTED = ("Pod was rejected: Allocate failed due to [memorymanager] failed to get the default NUMA affinity, no "
             "NUMA nodes with enough memory is available, which is unexpected")
 STATIC = ("--memory-manager-policy", "Static", "--reserved-memory", "0:memory=100Mi")  # = evictionHard's 100Mi
-
-
-def flag(args: list[str], name: str) -> str:
-    return args[args.index(name) + 1]
-
-
-def pod_list(args: list[str]) -> dict[str, dict[str, Any]]:
-    url = f"http://{LOOPBACK}:{flag(args, '--read-only-port')}/pods"
-    try:
-        items = httpx.get(url, timeout=5).json()["items"]
-    except httpx.HTTPError:
-        return {}
-    return {p["metadata"]["name"]: p for p in items}
 
 
 def guaranteed(name: str, memory: str) -> str:

@@ -12,22 +12,9 @@ import psutil
 import pytest
 
 from tests.helpers import LOOPBACK, AgentProcess, agent_args, purge
-from tests.podtools import container, manifest, status_of, wait_for, write
+from tests.podtools import container, flag, manifest, pod_list, status_of, wait_for, write
 
 pytestmark = pytest.mark.e2e
-
-
-def flag(args: list[str], name: str) -> str:
-    return args[args.index(name) + 1]
-
-
-def pod_list(args: list[str]) -> dict[str, dict[str, Any]]:
-    url = f"http://{LOOPBACK}:{flag(args, '--read-only-port')}/pods"
-    try:
-        items = httpx.get(url, timeout=5).json()["items"]
-    except httpx.HTTPError:
-        return {}
-    return {p["metadata"]["name"]: p for p in items}
 
 
 def pids_with(marker: str) -> set[int]:
