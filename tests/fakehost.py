@@ -38,11 +38,14 @@ from kubeletapi.server.authz import AlwaysAllow
 from kubeletapi.server.host import Host
 from kubeletapi.server.listeners import Listener, ListenerSpec
 from kubeletapi.server.tls import server_context
+from kubeletapi.stats.history import History
 from kubeletapi.streaming.targets import ContainerStreams, PodPorts
 from tests.helpers import Listening, LoopThread
 
 NODE_NAME = "testnode"  # tests.helpers.agent_args's --hostname-override
 EMPTY_POD_LIST: Mapping[str, Any] = {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": []}
+EMPTY_NODE_VIEW: Mapping[str, Any] = {"capacity": {"cpu": "2", "memory": "4Gi"},
+                                      "allocatable": {"cpu": "2", "memory": "3Gi"}, "conditions": []}
 EMPTY_SUMMARY = b'{\n  "node": {\n   "nodeName": "testnode"\n  },\n  "pods": []\n}'
 
 
@@ -113,6 +116,11 @@ async def _ports(namespace: str, pod: str, uid: str | None) -> PodPorts:
     raise NotFound("pod does not exist")
 
 
+def _history() -> Callable[[], History]:
+    history = History(10.0)
+    return lambda: history
+
+
 @dataclass
 class FakeHost:
     """A Host whose every answer is a function field; the defaults are a node without pods."""
@@ -126,6 +134,9 @@ class FakeHost:
     metrics_registry: Callable[[str], CollectorRegistry] = field(default_factory=_registries)
     stats_metrics: Callable[[str, bool], bytes] = _stats_metrics
     stats_summary: Callable[[bool], bytes] = lambda only_cpu_and_memory: EMPTY_SUMMARY
+    # The web UI's history: a real (empty) ring per host; a test adds Summaries to it.
+    stats_history: Callable[[], History] = field(default_factory=_history)
+    node_status_view: Callable[[], Mapping[str, Any]] = lambda: EMPTY_NODE_VIEW
     pod_list: Callable[[], Mapping[str, Any]] = lambda: EMPTY_POD_LIST
     running_pods: Callable[[], Mapping[str, Any]] = lambda: EMPTY_POD_LIST
     manifests: Callable[[], Mapping[str, Any]] = lambda: {"items": []}

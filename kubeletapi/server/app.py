@@ -32,7 +32,19 @@ from kubeletapi.server.instrumentation import (
 from kubeletapi.server.listenerdoc import Listener, listener_document
 from kubeletapi.server.proxy_alias import ProxyAliasMiddleware
 from kubeletapi.server.restful import page_not_found, redirect
-from kubeletapi.server.routes import configz, debug_disabled, exec, healthz, logs, metrics, openapi, pods, run, stats
+from kubeletapi.server.routes import (
+    configz,
+    debug_disabled,
+    exec,
+    healthz,
+    logs,
+    metrics,
+    openapi,
+    pods,
+    run,
+    stats,
+    ui,
+)
 
 Role = Literal["secure", "readonly"]
 TITLE = "kubeletapi"
@@ -73,6 +85,7 @@ def api(host: Host, role: Role, debugging_handlers: bool = True) -> FastAPI:
     pods.install_pods(app)
     stats.install(app)
     metrics.install(app)
+    ui.install(app)
     if role == "secure" and debugging_handlers:
         pods.install_debugging(app)
         logs.install(app)

@@ -9,6 +9,7 @@ from prometheus_client.registry import Collector
 
 from kubeletapi.health import HealthCheck
 from kubeletapi.runtime.logoptions import PodLogOptions
+from kubeletapi.stats.history import History
 from kubeletapi.streaming.targets import ContainerStreams, PodPorts
 
 
@@ -45,6 +46,15 @@ class Host(Protocol):
 
     def stats_summary(self, only_cpu_and_memory: bool) -> bytes:
         """The /stats/summary JSON; KubeletError (the kubelet's 500) when it cannot be built."""
+        ...
+
+    def stats_history(self) -> History:
+        """The last 15 minutes of housekeeping (the web UI's charts) and the last cycle's Summary."""
+        ...
+
+    def node_status_view(self) -> Mapping[str, Any]:
+        """{"capacity", "allocatable", "conditions"}: the node's status as the kubelet would post
+        it (conditions in the kubelet's order; pressure from whatever judges it, all False today)."""
         ...
 
     def pod_list(self) -> Mapping[str, Any]:
