@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from kubeletapi.server.routes import ui
+from kubeletapi.server.uiassets import Assets
 from kubeletapi.stats.history import History
 from tests.fakehost import FakeHost, FakeNode
 from tests.helpers import Agent, agent_args, client_cert, load_ca
@@ -130,7 +131,7 @@ def test_read_only_port_serves_the_views_without_logs(node: FakeNode) -> None:
 
 
 def test_pages_and_assets(node: FakeNode, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ui, "ASSETS", tmp_path)
+    monkeypatch.setattr(ui, "ASSETS", Assets(tmp_path))
     with node.admin() as client:
         missing = client.get(node.url(path="/ui/"))
         assert (missing.status_code, missing.text) == (503, ui.NOT_BUILT)
@@ -141,6 +142,12 @@ def test_pages_and_assets(node: FakeNode, tmp_path: Path, monkeypatch: pytest.Mo
             assert (page.status_code, page.text) == (200, "<!doctype html><title>node</title>"), path
         script = client.get(node.url(path="/ui/assets/ui.js"))
         assert script.headers["content-type"] == "text/javascript; charset=utf-8" and script.text == "1;"
+        etag = script.headers["etag"]
+        again = client.get(node.url(path="/ui/assets/ui.js"), headers={"If-None-Match": etag})
+        assert (again.status_code, again.content) == (304, b"")
+        (tmp_path / "ui.js").write_text("2;;")  # a new build: a new body and ETag
+        rebuilt = client.get(node.url(path="/ui/assets/ui.js"), headers={"If-None-Match": etag})
+        assert (rebuilt.status_code, rebuilt.text) == (200, "2;;") and rebuilt.headers["etag"] != etag
         for name in ("nope.js", "..%2Fui.py", "ui.py"):
             assert client.get(node.url(path=f"/ui/assets/{name}")).status_code == 404, name
         bare = client.get(node.url(path="/ui"))

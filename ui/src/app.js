@@ -366,10 +366,12 @@
       main.replaceChildren(el("p", { role: "alert", class: "bad", text: `Cannot load this page: ${err.message}` }));
       return;
     }
+    window.kubeletapiReadyAt = performance.now(); // first render with data (bench/ui_bench.py)
     document.body.dataset.ready = "true";
     window.kubeletapiRefresh = refresh; // the browser test refreshes on demand (no waiting for the poll)
     const tick = async () => {
       if (!document.hidden) {
+        window.kubeletapiPolls = (window.kubeletapiPolls || 0) + 1;
         try { await refresh(); } catch (err) { stamp(null); document.getElementById("updated").textContent = `update failed: ${err.message}`; }
       }
       timer = setTimeout(tick, POLL_MS);

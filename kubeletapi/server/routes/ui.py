@@ -17,19 +17,20 @@ from typing import Annotated
 
 from fastapi import FastAPI, Request
 from fastapi import Path as PathParam
-from starlette.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from kubeletapi.errors import NotFound
 from kubeletapi.server.apidoc import Doc, Namespace, PodName, documented, json, status, text
 from kubeletapi.server.host import Host
+from kubeletapi.server.uiassets import Assets
 from kubeletapi.server.uiview import check_container, find_pod, node_overview, pod_detail, pods_table
 
-ASSETS = Path(__file__).resolve().parents[1] / "ui"
+ASSETS = Assets(Path(__file__).resolve().parents[1] / "ui")
 HTML_TYPE = "text/html; charset=utf-8"
 _ASSET_NAME = re.compile(r"^[A-Za-z0-9_-]+\.(js|css|html|svg)$")
 _MEDIA = {"js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8", "html": HTML_TYPE,
           "svg": "image/svg+xml"}
-CACHE = {"Cache-Control": "no-cache"}  # revalidated (ETag) on every load: a new build shows at once
+CACHE = {"Cache-Control": "no-cache"}  # the views are live: never reused without asking
 NOT_BUILT = ("The web UI's assets are not built: run `make venv` (or `make ui`) in the checkout, which installs "
              "them with npm ci and ui/build.mjs.\n")
 Container = Annotated[str, PathParam(description="The container's name.", examples=["tick"])]
@@ -46,11 +47,9 @@ def _logs(request: Request) -> bool:
     return any(getattr(r, "path", "") == "/containerLogs/{namespace}/{pod}/{container}" for r in request.app.routes)
 
 
-def _page() -> Response:
-    index = ASSETS / "index.html"
-    if not index.is_file():
-        return Response(NOT_BUILT, 503, media_type="text/plain; charset=utf-8")
-    return FileResponse(index, media_type=HTML_TYPE, headers=CACHE)
+def _page(request: Request) -> Response:
+    page = ASSETS.respond(request, "index.html", HTML_TYPE)
+    return page if page is not None else Response(NOT_BUILT, 503, media_type="text/plain; charset=utf-8")
 
 
 def not_found_page(message: str) -> HTMLResponse:
@@ -64,7 +63,7 @@ def not_found_page(message: str) -> HTMLResponse:
 
 async def index(request: Request) -> Response:
     """The node overview and the pods table."""
-    return _page()
+    return _page(request)
 
 
 async def bare(request: Request) -> Response:
@@ -78,7 +77,7 @@ async def pod_page(request: Request, namespace: Namespace, pod: PodName) -> Resp
         find_pod(_host(request).pod_list(), namespace, pod)
     except NotFound as exc:
         return not_found_page(str(exc))
-    return _page()
+    return _page(request)
 
 
 async def container_page(request: Request, namespace: Namespace, pod: PodName, container: Container) -> Response:
@@ -87,15 +86,13 @@ async def container_page(request: Request, namespace: Namespace, pod: PodName, c
         check_container(find_pod(_host(request).pod_list(), namespace, pod), container)
     except NotFound as exc:
         return not_found_page(str(exc))
-    return _page()
+    return _page(request)
 
 
 async def asset(request: Request, name: Asset) -> Response:
     """A built asset (the bundled script with uPlot, the style sheet)."""
-    path = ASSETS / name
-    if not _ASSET_NAME.match(name) or not path.is_file():
-        return Response("404 page not found\n", 404, media_type="text/plain; charset=utf-8")
-    return FileResponse(path, media_type=_MEDIA[name.rsplit(".", 1)[1]], headers=CACHE)
+    found = ASSETS.respond(request, name, _MEDIA[name.rsplit(".", 1)[1]]) if _ASSET_NAME.match(name) else None
+    return found if found is not None else Response("404 page not found\n", 404, media_type="text/plain; charset=utf-8")
 
 
 async def node_view(request: Request) -> Response:
