@@ -79,6 +79,8 @@ try {
     const got = await page.evaluate(async () => {
       const before = await (await fetch("/stats/summary")).text();
       const pods = await (await fetch("/pods")).json();
+      // The views share one PodList for 0.25 s (server/routes/ui.py TTL_S): let one built before go.
+      await new Promise((resolve) => setTimeout(resolve, 300));
       await window.kubeletapiRefresh();
       const after = await (await fetch("/stats/summary")).text();
       const podsAfter = await (await fetch("/pods")).json();

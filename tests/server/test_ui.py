@@ -222,3 +222,18 @@ def test_agent_pods_view_matches_summary_and_pods(start_agent: Callable[..., Age
     node = httpx.get(agent.url("read-only", "/ui/api/node"), timeout=10).json()
     assert [c["type"] for c in node["conditions"]] == ["MemoryPressure", "DiskPressure", "PIDPressure", "Ready"]
     assert node["pods"] == 2
+
+
+def test_views_share_one_pod_list_for_a_quarter_second() -> None:
+    now = [100.0]
+    built: list[int] = []
+
+    def pod_list() -> dict[str, Any]:
+        built.append(1)
+        return {"items": [], "n": len(built)}
+
+    shared = ui.SharedPodList(lambda: now[0])
+    host = FakeHost(pod_list=pod_list)
+    assert shared.get(host)["n"] == 1 and shared.get(host)["n"] == 1  # fetched together: one build
+    now[0] += ui.TTL_S
+    assert shared.get(host)["n"] == 2

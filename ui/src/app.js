@@ -3,7 +3,7 @@
 // Polls the JSON views every POLL_MS while the tab is visible; charts are updated in place.
 (() => {
   "use strict";
-  const POLL_MS = 3000;
+  const POLL_MS = 5000;
   const LOG_LINES_MAX = 5000;
   const charts = {};
   window.kubeletapiCharts = charts; // read by the browser test: every chart and its data
