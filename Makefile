@@ -110,6 +110,7 @@ bench: venv deb cluster-bin
 	$(BIN)/python bench/apiserver_bench.py
 	$(BIN)/python bench/spdy_bench.py
 	$(BIN)/python bench/nodes_bench.py
+	$(BIN)/python bench/ui_bench.py
 
 clean:
 	rm -rf $(VENV) .run .mypy_cache .pytest_cache .ruff_cache .coverage .coverage.* htmlcov
