@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 from fastapi import FastAPI, Request
 from fastapi import Path as PathParam
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from kubeletapi.errors import NotFound
 from kubeletapi.server.apidoc import Doc, Namespace, PodName, documented, json, status, text
@@ -94,7 +94,7 @@ async def index(request: Request) -> Response:
 
 async def bare(request: Request) -> Response:
     """`/ui` is `/ui/`."""
-    return RedirectResponse("/ui/", 301)
+    return Response(b"", 301, headers={"Location": "/ui/"}, media_type="text/plain; charset=utf-8")
 
 
 async def pod_page(request: Request, namespace: Namespace, pod: PodName) -> Response:
