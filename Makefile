@@ -9,8 +9,12 @@ BIN := $(VENV)/bin
 # umoci (its images, built locally: no registry); influxdb (the sink's end-to-end tests),
 # docker-compose (the compose file's checks) and docker-registry (the distribution registry v2 the
 # imagePullSecrets test runs privately on loopback, with htpasswd auth), e2fsprogs and mount (mkfs.ext4
-# and mount -o loop: the small filesystem the disk-pressure eviction test fills): this is the one list.
-DEB_PACKAGES := wrk curl prometheus prometheus-node-exporter containerd runc containernetworking-plugins busybox-static umoci influxdb docker-compose docker-registry e2fsprogs mount
+# and mount -o loop: the small filesystem the disk-pressure eviction test fills); chromium (the browser
+# the web UI's test drives with playwright-core: no browser download): this is the one list.
+DEB_PACKAGES := wrk curl prometheus prometheus-node-exporter containerd runc containernetworking-plugins busybox-static umoci influxdb docker-compose docker-registry e2fsprogs mount chromium
+# Node.js and npm build the web UI (ui/): Debian's, unless the machine already has a node and npm
+# (e.g. NodeSource's nodejs, which carries its own npm and conflicts with Debian's npm package).
+NODE_DEB_PACKAGES := $(if $(shell command -v node),,nodejs) $(if $(shell command -v npm),,npm)
 
 # The real Kubernetes control plane the cluster tests run (tests/cluster/): built from the Go module
 # proxy by scripts/cluster-bin.sh into a cache outside the checkout, once per version.
@@ -18,9 +22,21 @@ K8S_VERSION := $(shell awk '/^require k8s.io\/kubernetes /{print $$3}' tests/clu
 CLUSTER_BIN ?= $(HOME)/.cache/kubeletapi/k8s-$(K8S_VERSION)
 CLUSTER_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet spdyclient metrics-server prometheus
 
-.PHONY: all venv deb run test test-fast lint typecheck importlint pytest openapi proto bench clean cluster-bin
+.PHONY: all venv ui deb deb-node run test test-fast lint typecheck importlint pytest openapi proto bench clean cluster-bin
 
 all: test
+
+# The web UI's assets (uPlot from the npm registry, pinned by ui/package-lock.json, bundled with
+# ui/src by ui/build.mjs) go into the package (kubeletapi/server/ui/, ignored by git, shipped as
+# package data): built here, so `make venv` and `make run` have them on a fresh machine.
+UI_ASSETS := kubeletapi/server/ui/.built
+$(UI_ASSETS): ui/package.json ui/package-lock.json ui/build.mjs $(wildcard ui/src/*)
+	@command -v npm >/dev/null || $(MAKE) --no-print-directory deb-node
+	cd ui && npm ci --no-audit --no-fund --loglevel=error
+	node ui/build.mjs kubeletapi/server/ui
+	touch $@
+
+ui: $(UI_ASSETS)
 
 $(BIN)/.installed: pyproject.toml kubeletapi/__init__.py kubeletapi/runtime/process/shim/shim.c
 	$(PYTHON) -m venv $(VENV)
@@ -29,16 +45,18 @@ $(BIN)/.installed: pyproject.toml kubeletapi/__init__.py kubeletapi/runtime/proc
 	$(BIN)/python -m kubeletapi.runtime.process.shimbuild >/dev/null
 	touch $@
 
-venv: $(BIN)/.installed
+venv: $(BIN)/.installed $(UI_ASSETS)
 
 cluster-bin:
 	@scripts/cluster-bin.sh $(CLUSTER_BIN) $(CLUSTER_TOOLS)
 
-deb:
+deb: DEB_LIST = $(DEB_PACKAGES) $(NODE_DEB_PACKAGES)
+deb-node: DEB_LIST = $(NODE_DEB_PACKAGES)
+deb deb-node:
 	@if [ "$$(id -u)" != 0 ]; then \
-		echo "make: not root, not installing Debian packages: $(DEB_PACKAGES)"; \
+		echo "make: not root, not installing Debian packages: $(DEB_LIST)"; \
 	else \
-		missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+		missing=$$(for p in $(DEB_LIST); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 		if [ -n "$$missing" ]; then \
 			echo "make: installing Debian packages:" $$missing; \
 			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
@@ -97,6 +115,7 @@ bench: venv deb cluster-bin
 	$(BIN)/python bench/apiserver_bench.py
 	$(BIN)/python bench/spdy_bench.py
 	$(BIN)/python bench/nodes_bench.py
+	$(BIN)/python bench/ui_bench.py
 
 clean:
 	rm -rf $(VENV) .run .mypy_cache .pytest_cache .ruff_cache .coverage .coverage.* htmlcov

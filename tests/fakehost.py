@@ -39,11 +39,14 @@ from kubeletapi.server.authz import AlwaysAllow
 from kubeletapi.server.host import Host
 from kubeletapi.server.listeners import Listener, ListenerSpec
 from kubeletapi.server.tls import server_context
+from kubeletapi.stats.history import History
 from kubeletapi.streaming.targets import ContainerStreams, PodPorts
 from tests.helpers import Listening, LoopThread
 
 NODE_NAME = "testnode"  # tests.helpers.agent_args's --hostname-override
 EMPTY_POD_LIST: Mapping[str, Any] = {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": []}
+EMPTY_NODE_VIEW: Mapping[str, Any] = {"capacity": {"cpu": "2", "memory": "4Gi"},
+                                      "allocatable": {"cpu": "2", "memory": "3Gi"}, "conditions": []}
 EMPTY_SUMMARY = b'{\n  "node": {\n   "nodeName": "testnode"\n  },\n  "pods": []\n}'
 
 
@@ -123,6 +126,11 @@ async def _submit(body: bytes) -> Mapping[str, Any]:
     return EMPTY_POD_LIST  # accepted, and nothing defined (a node without pods)
 
 
+def _history() -> Callable[[], History]:
+    history = History(10.0)
+    return lambda: history
+
+
 @dataclass
 class FakeHost:
     """A Host whose every answer is a function field; the defaults are a node without pods."""
@@ -136,6 +144,9 @@ class FakeHost:
     metrics_registry: Callable[[str], CollectorRegistry] = field(default_factory=_registries)
     stats_metrics: Callable[[str, bool], bytes] = _stats_metrics
     stats_summary: Callable[[bool], bytes] = lambda only_cpu_and_memory: EMPTY_SUMMARY
+    # The web UI's history: a real (empty) ring per host; a test adds Summaries to it.
+    stats_history: Callable[[], History] = field(default_factory=_history)
+    node_status_view: Callable[[], Mapping[str, Any]] = lambda: EMPTY_NODE_VIEW
     pod_list: Callable[[], Mapping[str, Any]] = lambda: EMPTY_POD_LIST
     running_pods: Callable[[], Mapping[str, Any]] = lambda: EMPTY_POD_LIST
     manifests: Callable[[], Mapping[str, Any]] = lambda: {"items": []}
@@ -147,7 +158,6 @@ class FakeHost:
     container_streams: Callable[[str, str, str | None, str], Coroutine[Any, Any, ContainerStreams]] = _streams
     pod_ports: Callable[[str, str, str | None], Coroutine[Any, Any, PodPorts]] = _ports
     streaming_idle_timeout: Callable[[], float] = lambda: 4 * 3600.0  # the kubelet's default, 4h
-    node_conditions: Callable[[], Sequence[Mapping[str, str]]] = lambda: []  # noqa: PIE807 - list() takes a parameter
 
 
 _: Host = FakeHost()  # mypy checks that FakeHost is a Host

@@ -41,6 +41,7 @@ from kubeletapi.kubelet.certificates import CertificateWiring
 from kubeletapi.kubelet.cluster import ClusterWiring, cgroup_version
 from kubeletapi.kubelet.eviction import EvictionWiring
 from kubeletapi.kubelet.gc import GCWiring
+from kubeletapi.kubelet.nodeview import NodeView
 from kubeletapi.kubelet.pods import PodWiring
 from kubeletapi.kubelet.security import SecurityWiring, tls_files
 from kubeletapi.kubelet.stats import StatsProvider
@@ -55,7 +56,7 @@ from kubeletapi.metrics.sinks import SinkCollector
 from kubeletapi.metrics.spec import new_registry
 from kubeletapi.node.logfiles import LogAnswer
 from kubeletapi.node.logviewer import NodeLogViewer
-from kubeletapi.node.status import Pressure, pressure_conditions
+from kubeletapi.node.status import Pressure
 from kubeletapi.pki import NodePKI
 from kubeletapi.runtime.logoptions import PodLogOptions
 from kubeletapi.server.app import create_app, create_healthz_app
@@ -64,6 +65,7 @@ from kubeletapi.server.limits import Limits
 from kubeletapi.server.listeners import Listener, ListenerSpec
 from kubeletapi.server.tls import ServingContext
 from kubeletapi.stats.collect import own_start_ns
+from kubeletapi.stats.history import History
 from kubeletapi.streaming.targets import ContainerStreams, PodPorts
 
 log = logging.getLogger(__name__)
@@ -114,6 +116,7 @@ class Kubelet:
         self._serving: ServingContext | None = None
         self._process_start: int | None = None
         self._log_viewer: NodeLogViewer | None = None
+        self._ui_node: NodeView | None = None
 
     # --- Host ---------------------------------------------------------------------------------
     @property
@@ -142,6 +145,12 @@ class Kubelet:
 
     def stats_summary(self, only_cpu_and_memory: bool) -> bytes:
         return self._stats().summary(only_cpu_and_memory)
+
+    def stats_history(self) -> History:
+        return self._stats().history
+
+    def node_status_view(self) -> Mapping[str, Any]:
+        return self._node_view().view(self._not_ready_reasons())
 
     def pod_list(self) -> Mapping[str, Any]:
         return PodList(items=self._pods().manager.pods()).to_wire()
@@ -189,8 +198,20 @@ class Kubelet:
     def streaming_idle_timeout(self) -> float:
         return self.cfg.streaming_connection_idle_timeout.seconds
 
-    def node_conditions(self) -> Sequence[Mapping[str, str]]:
-        return pressure_conditions(self.eviction.pressure() if self.eviction is not None else Pressure())
+    def pressure(self) -> Pressure:
+        """The node's MemoryPressure, DiskPressure and PIDPressure as the eviction manager sees them."""
+        return self.eviction.pressure() if self.eviction is not None else Pressure()
+
+    def _not_ready_reasons(self) -> list[str]:
+        """What keeps the node NotReady, as the node controller reads it (kubelet/cluster.py)."""
+        pods = self._pods()
+        return [reason for reason in (pods.pleg.unhealthy(), pods.network_error()) if reason]
+
+    def _node_view(self) -> NodeView:
+        if self._ui_node is None:
+            self._ui_node = NodeView(self.cfg, self.opts, self.node_name, self._stats().collector.machine,
+                                     self.clock, self.pressure)
+        return self._ui_node
 
     def _sources_not_ready(self) -> str | None:
         return "the agent is starting" if self.pods is None else self.pods.manager.sources_not_ready()

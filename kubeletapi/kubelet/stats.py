@@ -24,6 +24,7 @@ from kubeletapi.metrics.resource import render_resource
 from kubeletapi.sinks.influxdb import InfluxWriter
 from kubeletapi.sinks.sink import InfluxSink
 from kubeletapi.stats.collect import Collector, CollectorConfig, own_start_ns
+from kubeletapi.stats.history import History
 from kubeletapi.stats.housekeeping import Housekeeper
 from kubeletapi.stats.rendercache import RenderCache
 from kubeletapi.stats.snapshot import Snapshot
@@ -64,6 +65,7 @@ class StatsProvider:
 
         self.collector = Collector(config, _reader(), now_ns)
         self._cache = RenderCache(clock.monotonic)
+        self.history = History(opts.housekeeping_interval.seconds)
         self.housekeeper = Housekeeper(self.collector, pods.inventory, clock, opts.housekeeping_interval.seconds,
                                        cfg.volume_stats_agg_period.seconds or 60.0, self._prepare,
                                        pods.cri.stats_source(now_ns) if pods.cri is not None else None)
@@ -102,21 +104,33 @@ class StatsProvider:
         return self._cache.get(generation, endpoint, gzipped, _renderers(snap)[endpoint])
 
     def _prepare(self, snap: Snapshot) -> None:
-        self._cache.prepare(snap.generation, _renderers(snap))
+        """In the housekeeping thread: the cycle's Summary is built once, for the UI's history and
+        the /stats/summary body alike (so they never differ), then the bodies asked for lately."""
+        try:
+            built: Summary | None = full_summary(snap)
+        except SummaryError as exc:
+            log.debug("housekeeping cycle %d not recorded in the history: %s", snap.generation, exc)
+            built = None
+        if built is not None:
+            load = snap.node.load
+            self.history.add(snap.generation, snap.time_ns / 1e9, built,
+                             (load.load1, load.load5, load.load15) if load is not None else None)
+        self._cache.prepare(snap.generation, _renderers(snap, built))
 
 
 METRICS_ENDPOINTS = ("cadvisor", "resource")
 VERSION = f"kubeletapi-{__version__}"
 
 
-def _renderers(snap: Snapshot | None) -> dict[str, Callable[[], bytes]]:
-    """Every body the stats endpoints serve, as functions of one Snapshot (None: none yet)."""
+def _renderers(snap: Snapshot | None, built: Summary | None = None) -> dict[str, Callable[[], bytes]]:
+    """Every body the stats endpoints serve, as functions of one Snapshot (None: none yet);
+    `built`: its full Summary when already built."""
     out: dict[str, Callable[[], bytes]] = {
         "resource": lambda: render_resource(_cpu_memory(snap)),
         "cadvisor": lambda: render_cadvisor(snap, version=VERSION),
     }
     if snap is not None:
-        out["summary"] = lambda: encode(full_summary(snap))
+        out["summary"] = lambda: encode(built if built is not None else full_summary(snap))
         out["summary-cpu-memory"] = lambda: encode(cpu_and_memory_summary(snap))
     return out
 

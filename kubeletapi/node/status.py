@@ -39,14 +39,6 @@ _PRESSURES = (
 )
 
 
-def pressure_conditions(pressure: Pressure) -> list[dict[str, str]]:
-    """The three pressure conditions without times (type, status, reason, message)."""
-    flags = (pressure.memory, pressure.disk, pressure.pid)
-    return [{"type": kind, "status": "True" if flag else "False", "reason": t_reason if flag else f_reason,
-             "message": t_msg if flag else f_msg}
-            for (kind, t_reason, t_msg, f_reason, f_msg), flag in zip(_PRESSURES, flags, strict=True)]
-
-
 def conditions(previous: Sequence[Mapping[str, Any]], now: dt.datetime, pressure: Pressure,
                not_ready: Sequence[str]) -> list[Json]:
     """The kubelet's four conditions; `not_ready`: the errors keeping the node NotReady."""

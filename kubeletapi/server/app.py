@@ -45,6 +45,7 @@ from kubeletapi.server.routes import (
     run,
     stats,
     submission,
+    ui,
 )
 
 Role = Literal["secure", "readonly"]
@@ -87,6 +88,7 @@ def api(host: Host, role: Role, debugging_handlers: bool = True, pod_submission:
     pods.install_pods(app)
     stats.install(app)
     metrics.install(app)
+    ui.install(app)
     if role == "secure" and debugging_handlers:
         pods.install_debugging(app)
         nodelogs.install(app, system_log_handler)

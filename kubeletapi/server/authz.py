@@ -29,6 +29,7 @@ _SUBRESOURCES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("/healthz", ("healthz", "proxy")),
     ("/configz", ("configz", "proxy")),
     ("/statusz", ("statusz", "proxy")),
+    ("/ui", ("ui", "proxy")),  # kubeletapi's web UI (its own subresource, then the catch-all)
 )
 
 

@@ -10,6 +10,7 @@ from prometheus_client.registry import Collector
 from kubeletapi.health import HealthCheck
 from kubeletapi.node.logfiles import LogAnswer
 from kubeletapi.runtime.logoptions import PodLogOptions
+from kubeletapi.stats.history import History
 from kubeletapi.streaming.targets import ContainerStreams, PodPorts
 
 
@@ -46,6 +47,15 @@ class Host(Protocol):
 
     def stats_summary(self, only_cpu_and_memory: bool) -> bytes:
         """The /stats/summary JSON; KubeletError (the kubelet's 500) when it cannot be built."""
+        ...
+
+    def stats_history(self) -> History:
+        """The last 15 minutes of housekeeping (the web UI's charts) and the last cycle's Summary."""
+        ...
+
+    def node_status_view(self) -> Mapping[str, Any]:
+        """{"capacity", "allocatable", "conditions"}: the node's status as the kubelet would post
+        it (conditions in the kubelet's order; pressure as the eviction manager judges it)."""
         ...
 
     def pod_list(self) -> Mapping[str, Any]:
@@ -99,9 +109,4 @@ class Host(Protocol):
 
     def streaming_idle_timeout(self) -> float:
         """streamingConnectionIdleTimeout in seconds (0: none)."""
-        ...
-
-    def node_conditions(self) -> Sequence[Mapping[str, str]]:
-        """The node's MemoryPressure, DiskPressure and PIDPressure as the eviction manager sees
-        them now (type, status, reason, message; the Node status's wording), for the node view."""
         ...

@@ -32,8 +32,14 @@ Mi = 2**20
 FAST = ("--housekeeping-interval", "1s", "--eviction-pressure-transition-period", "1s")
 
 
+def pressures(agent: Agent) -> dict[str, dict[str, str]]:
+    """The node's pressure conditions as its node view (the web UI's) shows them, by type, without times."""
+    view = agent.kubelet.node_status_view()["conditions"]
+    return {c["type"]: {k: c[k] for k in ("type", "status", "reason", "message")} for c in view if c["type"] != "Ready"}
+
+
 def conditions(agent: Agent) -> dict[str, str]:
-    return {c["type"]: c["status"] for c in agent.kubelet.node_conditions()}
+    return {kind: c["status"] for kind, c in pressures(agent).items()}
 
 
 def under(agent: Agent, kind: str) -> bool:
@@ -59,7 +65,7 @@ def test_memory_pressure_from_a_pod_that_allocates(start_agent: Callable[..., Ag
     hog = "import time\nb = b'x' * (1 << 30)\ntime.sleep(600)"  # 1GiB, every page written
     write(tmp_path / "manifests", "hog.yaml", manifest("hog", container("hog", ["python3", "-c", hog])))
     wait_for(lambda: under(agent, "MemoryPressure"), timeout=30, what="MemoryPressure")
-    (condition,) = [c for c in agent.kubelet.node_conditions() if c["type"] == "MemoryPressure"]
+    condition = pressures(agent)["MemoryPressure"]
     assert condition == {"type": "MemoryPressure", "status": "True", "reason": "KubeletHasInsufficientMemory",
                          "message": "kubelet has insufficient memory available"}
     assert not under(agent, "DiskPressure") and not under(agent, "PIDPressure")
@@ -88,7 +94,7 @@ def test_disk_pressure_on_a_small_filesystem_filled_by_a_pod(loop_root: Path, st
         "volumes:\n- {name: scratch, emptyDir: {}}"))
     wait_for(lambda: under(agent, "DiskPressure"), timeout=30, what="DiskPressure")
     assert not under(agent, "MemoryPressure") and not under(agent, "PIDPressure")
-    (condition,) = [c for c in agent.kubelet.node_conditions() if c["type"] == "DiskPressure"]
+    condition = pressures(agent)["DiskPressure"]
     assert (condition["reason"], condition["message"]) == ("KubeletHasDiskPressure", "kubelet has disk pressure")
     assert_not_evicted(agent, "fill")
     logs = list((loop_root / "logs").glob("default_fill-testnode_*/fill/0.log"))
@@ -111,7 +117,7 @@ def test_pid_pressure_from_a_pod_that_forks(start_agent: Callable[..., Agent], t
         wait_for(lambda: under(agent, "PIDPressure"), timeout=30, what="PIDPressure")
         children = wait_for(lambda: len(found := [p.pid for p in psutil.Process(main).children()]) >= 800 and found,
                             what="800 children")  # pressure came part way through the forks
-        (condition,) = [c for c in agent.kubelet.node_conditions() if c["type"] == "PIDPressure"]
+        condition = pressures(agent)["PIDPressure"]
         assert (condition["reason"], condition["message"]) == (
             "KubeletHasInsufficientPID", "kubelet has insufficient PID available")
         assert_not_evicted(agent, "forks")

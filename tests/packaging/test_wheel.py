@@ -67,6 +67,8 @@ def test_the_wheel_carries_the_shim_source_and_no_binaries(wheel: Path) -> None:
     assert SHIM_SOURCE in names
     assert "kubeletapi/py.typed" in names
     assert not [n for n in names if "/shim/bin/" in n]
+    # The web UI's built assets (make ui), shipped as package data.
+    assert {f"kubeletapi/server/ui/{name}" for name in ("index.html", "ui.js", "ui.css")} <= set(names)
     assert wheel.name.startswith(f"kubeletapi-{kubeletapi.__version__}-")
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
 

@@ -24,6 +24,9 @@ READ_ONLY_ROUTES = {
     "/stats/summary", "/metrics/cadvisor", "/metrics/resource", "/metrics/probes",
     "/run/{rest:path}", "/exec/{rest:path}", "/attach/{rest:path}", "/portForward/{rest:path}",
     "/containerLogs/{rest:path}", "/runningpods/{rest:path}", "/debug/pprof/{rest:path}", "/logs/{rest:path}",
+    # kubeletapi's web UI (issue 19): pages and their JSON views, without container logs.
+    "/ui", "/ui/", "/ui/pods/{namespace}/{pod}", "/ui/pods/{namespace}/{pod}/{container}", "/ui/assets/{name}",
+    "/ui/api/node", "/ui/api/pods", "/ui/api/pods/{namespace}/{pod}",
 }
 
 
