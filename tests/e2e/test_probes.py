@@ -63,10 +63,10 @@ def test_failing_liveness_restarts_with_backoff(start_agent: Callable[..., Agent
     probe = exec_probe("livenessProbe", "echo unhealthy-output; exit 1",
                        "failureThreshold: 1\nterminationGracePeriodSeconds: 1\n")
     write(tmp_path / "manifests", "live.yaml", manifest("live", container("c", ["sleep", "3600"], probe)))
-    restarted: dict[int, float] = {}
+    restarted: dict[int, float] = {}  # restartCount -> when /pods first showed it
     backoff_seen = ""
     deadline = time.monotonic() + 40
-    while len(restarted) < 3 and time.monotonic() < deadline:
+    while 2 not in restarted and time.monotonic() < deadline:
         pod = pod_of(agent, "live")
         if pod is not None:
             status = status_of(pod, "c")
@@ -78,9 +78,13 @@ def test_failing_liveness_restarts_with_backoff(start_agent: Callable[..., Agent
                 assert last["reason"] == "Unhealthy"
                 assert last["message"] == "Container c failed liveness probe, will be restarted: unhealthy-output"
         time.sleep(0.05)
-    assert sorted(restarted) == [0, 1, 2], restarted
-    assert restarted[1] - restarted[0] < 4  # the first restart comes at once
-    assert restarted[2] - restarted[1] >= 9.5  # the second waits the 10 s back-off
+    assert 1 in restarted and 2 in restarted and max(restarted) == 2, restarted
+    # The first restart comes at once, the second waits the 10 s back-off (its message is checked
+    # below). Timed from when /pods first showed each count: only when the pod was seen before its
+    # first restart (a loaded machine may show it later, and the gap would then be short by the delay).
+    if 0 in restarted:
+        assert restarted[1] - restarted[0] < 4
+        assert restarted[2] - restarted[1] >= 9.5
     assert backoff_seen.startswith("back-off 10s restarting failed container=c pod=live-testnode_default(")
 
 

@@ -94,14 +94,18 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     write(manifests, "crasher.yaml", manifest(
         "crasher", container("crash", ["sh", "-c", "echo starting; echo failing >&2; exit 3"])))
     agent = Agent(agent_args(tmp, "--pod-manifest-path", str(manifests), "--hostname-override", "node"))
+    sessions = {"secure": requests.Session(), "readonly": requests.Session()}
     try:
         wait_for(lambda: _pods_ready(agent), timeout=60, what="ticker running, crasher exited once")
-        sessions = {"secure": requests.Session(), "readonly": requests.Session()}
         found = Target(agent, agent.token(), sessions)
         started = time.monotonic()
         yield found
         _report(found, time.monotonic() - started)
     finally:
+        # The clients' pooled connections close first: the agent then stops with none open (a TLS
+        # connection left open waits for the peer's close_notify past the listener's shutdown).
+        for session in sessions.values():
+            session.close()
         agent.close()
 
 
