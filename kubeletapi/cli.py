@@ -106,6 +106,16 @@ def _taints(text: str) -> list[dict[str, str]]:
     return out
 
 
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number (0-65535)")
+    return port
+
+
 def _header(text: str) -> tuple[str, str]:
     name, sep, value = text.partition(":")
     if not sep or not name:
@@ -256,6 +266,10 @@ def parser() -> argparse.ArgumentParser:
                         "the pods of the api-http source (authorized as nodes/submittedpods; kept in "
                         "<root-dir>/submitted_pods.json across restarts)")
     p.add_argument("--node-log-dir", type=Path, help="the directory /logs/ serves (default /var/log)")
+    p.add_argument("--ui-port", type=_port,
+                   help="serve the web UI alone (no logs, no authentication) over plain HTTP on this port of "
+                        "--address, as cAdvisor's UI on 4194 was (default 0: off; /ui/ is on the secure and "
+                        "read-only ports anyway)")
     p.add_argument("--token-auth-file", type=Path, help='static tokens: token,user,uid,"group1,group2"')
     p.add_argument("--authorization-rbac-file", type=Path,
                    help="ClusterRoles and ClusterRoleBindings for --authorization-mode=RBAC")
@@ -345,6 +359,7 @@ def parse(argv: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[No
         run_once=ns.get("runonce", False),
         enable_pod_submission=ns.get("enable_pod_submission", False),
         node_log_dir=ns.get("node_log_dir", Path("/var/log")),
+        ui_port=ns.get("ui_port", 0),
     )
     return opts, flags
 

@@ -54,6 +54,8 @@ class NodeOptions:
     # PUT/POST /submittedpods on the secure port: the `api-http` pod source (pods/submission.py).
     enable_pod_submission: bool = False
     node_log_dir: Path = Path("/var/log")  # what /logs/ serves (the kubelet's nodeLogDir)
+    # --ui-port: the web UI alone on a plain-HTTP port of --address (cAdvisor's 4194); 0: off.
+    ui_port: int = 0
 
     def __post_init__(self) -> None:
         if self.bootstrap_kubeconfig is not None and self.kubeconfig is None:

@@ -59,7 +59,7 @@ from kubeletapi.node.logviewer import NodeLogViewer
 from kubeletapi.node.status import Pressure
 from kubeletapi.pki import NodePKI
 from kubeletapi.runtime.logoptions import PodLogOptions
-from kubeletapi.server.app import create_app, create_healthz_app
+from kubeletapi.server.app import create_app, create_healthz_app, create_ui_app
 from kubeletapi.server.auth import Security
 from kubeletapi.server.limits import Limits
 from kubeletapi.server.listeners import Listener, ListenerSpec
@@ -362,6 +362,8 @@ class Kubelet:
         if cfg.healthz_port > 0:
             specs.append(ListenerSpec("healthz", cfg.healthz_bind_address, cfg.healthz_port,
                                       create_healthz_app(self), limits=self.limits))
+        if self.opts.ui_port > 0:
+            specs.append(ListenerSpec("ui", cfg.address, self.opts.ui_port, create_ui_app(self), limits=self.limits))
         return specs
 
     def _serving_files(self, cert: Path, key: Path) -> tuple[Path, Path]:

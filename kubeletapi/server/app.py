@@ -20,6 +20,7 @@ from kubeletapi import __version__
 from kubeletapi.health import PingCheck
 from kubeletapi.metrics.kubelet import KubeletMetrics
 from kubeletapi.server import errors
+from kubeletapi.server.apidoc import documented, text
 from kubeletapi.server.asgi import not_found
 from kubeletapi.server.auth import AuthMiddleware, Resolved, RouteTable, Security, resolve
 from kubeletapi.server.host import Host
@@ -127,6 +128,16 @@ def create_app(
     server_type = "readwrite" if role == "secure" else "readonly"
     instrumented = InstrumentationMiddleware(inner, metrics_, server_type, buckets)
     return ProxyAliasMiddleware(instrumented, host.node_name)
+
+
+def create_ui_app(host: Host) -> ASGIApp:
+    """The --ui-port listener: the web UI alone (as on the read-only port: no logs, no
+    authentication), `/` leading to it."""
+    app = _base_app(host, "ui")
+    ui.install(app)
+    app.add_api_route("/", ui.bare, methods=["GET"], tags=["ui"], status_code=301,
+                      **documented((), {301: text("To `/ui/`.", "")}))
+    return _NotFoundFirst(app, debugging=False)
 
 
 def create_healthz_app(host: Host) -> ASGIApp:

@@ -22,7 +22,7 @@ from starlette.routing import BaseRoute
 from kubeletapi.server.apidoc import SCHEMAS, TEXT, Doc, text
 from kubeletapi.server.limits import BODY_TOO_LARGE, HEADERS_TOO_LARGE, MAX_BODY_BYTES, MAX_HEADER_BYTES
 
-Listener = Literal["secure", "readonly", "healthz"]
+Listener = Literal["secure", "readonly", "healthz", "ui"]
 _COMMON = (
     "Paths no route serves answer Go's `404 page not found` (text/plain); a method a path does not "
     "serve answers go-restful's `405: Method Not Allowed` with an `Allow` header listing the methods it "

@@ -16,11 +16,12 @@ from typing import Any
 import httpx
 import pytest
 
+from kubeletapi.cli import configuration
 from kubeletapi.server.routes import ui
 from kubeletapi.server.uiassets import Assets
 from kubeletapi.stats.history import History
 from tests.fakehost import FakeHost, FakeNode
-from tests.helpers import Agent, agent_args, client_cert, load_ca
+from tests.helpers import Agent, agent_args, client_cert, free_port, load_ca
 from tests.podtools import container, manifest, wait_for, write
 from tests.stats.test_history import summary
 
@@ -237,3 +238,27 @@ def test_views_share_one_pod_list_for_a_quarter_second() -> None:
     assert shared.get(host)["n"] == 1 and shared.get(host)["n"] == 1  # fetched together: one build
     now[0] += ui.TTL_S
     assert shared.get(host)["n"] == 2
+
+
+def test_ui_port_serves_the_ui_alone(start_agent: Callable[..., Agent]) -> None:
+    port = free_port()
+    agent = start_agent("--ui-port", str(port))
+    base = f"http://127.0.0.1:{port}"
+    with httpx.Client(timeout=10) as client:
+        root = client.get(base + "/")
+        assert (root.status_code, root.headers["location"]) == (301, "/ui/")
+        page = client.get(base + "/ui/")
+        assert page.status_code == 200 and page.headers["content-type"] == "text/html; charset=utf-8"
+        view = client.get(base + "/ui/api/node").json()
+        assert view["logs"] is False  # no logs here, as on the read-only port
+        assert client.get(base + "/ui/api/pods").json() == client.get(agent.url("read-only", "/ui/api/pods")).json()
+        for path in ("/pods", "/stats/summary", "/metrics", "/healthz", "/containerLogs/default/p/c", "/configz"):
+            assert client.get(base + path).status_code == 404, path  # the kubelet API is not on this port
+
+
+@pytest.mark.parametrize("value", ["70000", "-1", "web"])
+def test_a_bad_ui_port_is_refused(value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        configuration([f"--ui-port={value}", "--root-dir", str(tmp_path)])
+    assert exited.value.code == 1  # as every bad flag: exit 1 naming it
+    assert "argument --ui-port: " in capsys.readouterr().err
