@@ -126,3 +126,16 @@ class Listener:
                 await self._server.shutdown(sockets=[self.sock])
         finally:
             self.sock.close()
+            await self._drop_connections()
+
+    async def _drop_connections(self) -> None:
+        """Cut what the graceful shutdown left open, as Go's Server.Close does. uvicorn asks an idle
+        connection to close, which on TLS sends close_notify and waits for the peer's (up to 30 s): a
+        client that keeps an idle pooled connection never answers, and its socket would outlive the
+        loop that owns it."""
+        left = [c.transport for c in list(self._server.server_state.connections) if getattr(c, "transport", None)]
+        for transport in left:
+            transport.abort()
+        if left:
+            await asyncio.sleep(0)  # the aborted transports close their sockets on the next iteration
+            await asyncio.sleep(0)

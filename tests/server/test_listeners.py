@@ -7,10 +7,12 @@ import asyncio
 import socket
 from pathlib import Path
 
+import psutil
 import pytest
 
 from kubeletapi.server.listeners import bind
-from tests.helpers import Agent, agent_args
+from tests.fakehost import FakeNode
+from tests.helpers import Agent, agent_args, tls_client_context
 
 
 def test_accepted_connections_have_nodelay() -> None:
@@ -62,3 +64,26 @@ def test_a_failing_part_does_not_keep_the_listeners_open(tmp_path: Path) -> None
     assert len(socks) == 3 and left_open == []
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", secure)) != 0
+
+
+def test_an_idle_tls_client_connection_is_cut_when_the_agent_stops(tmp_path: Path) -> None:
+    """A client keeping an idle keep-alive TLS connection (a pooled one) never answers the
+    server's close_notify: the stop cuts it instead of leaving the server's socket open beyond the
+    loop that owns it (found later by the garbage collector, unclosed)."""
+    node = FakeNode(agent_args(tmp_path))
+    port = node.port("secure")
+    ctx = tls_client_context(node.certs / "ca.crt", (node.certs / "admin.crt", node.certs / "admin.key"))
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
+            ctx.wrap_socket(raw, server_hostname="127.0.0.1") as conn:
+        conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: node\r\n\r\n")
+        assert conn.recv(4096).startswith(b"HTTP/1.1 200 OK")
+        assert len(server_sides(port)) == 1
+        node.close()  # the client stays idle: it reads nothing, answers nothing
+        assert server_sides(port) == []
+
+
+def server_sides(port: int) -> list[str]:
+    """This process's TCP sockets on `port` other than the listening one: the server's side of
+    its connections, with their states."""
+    return [c.status for c in psutil.Process().net_connections(kind="tcp")
+            if c.laddr and c.laddr.port == port and c.status != psutil.CONN_LISTEN]
