@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -34,7 +33,7 @@ from kubeletapi.errors import KubeletError
 from kubeletapi.events import reasons
 from kubeletapi.pods.loggc import LogGC
 from kubeletapi.runtime import types as rt
-from kubeletapi.runtime.logfiles import rotated_files
+from kubeletapi.runtime.logfiles import remove_logs, rotated_files
 
 log = logging.getLogger(__name__)
 GC_PERIOD_S = 60.0  # the kubelet's ContainerGCPeriod
@@ -286,10 +285,5 @@ def _remove_log(path: str) -> None:
         paths = [path, *rotated_files(path)]
     except OSError:
         paths = [path]
-    for name in paths:
-        try:
-            os.remove(name)
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            log.warning("cannot remove the log %s of a removed container: %s", name, exc)
+    for name, exc in remove_logs(paths):
+        log.warning("cannot remove the log %s of a removed container: %s", name, exc)

@@ -25,7 +25,7 @@ from typing import Protocol
 
 from kubeletapi.clock import Clock
 from kubeletapi.errors import ConfigError, KubeletError, NotFound, NotSupported
-from kubeletapi.runtime.logfiles import rotated_files, rotated_name
+from kubeletapi.runtime.logfiles import remove_logs, rotated_files, rotated_name
 from kubeletapi.runtime.types import ContainerState, ContainerStatus
 
 log = logging.getLogger(__name__)
@@ -82,13 +82,8 @@ def _rename_back(target: str, path: str) -> bool:
 
 
 def _remove(paths: Sequence[str]) -> None:
-    for name in paths:
-        try:
-            os.remove(name)
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            log.warning("cannot remove the rotated log %s: %s", name, exc)
+    for name, exc in remove_logs(paths):
+        log.warning("cannot remove the rotated log %s: %s", name, exc)
 
 
 class ContainerLogRotator:

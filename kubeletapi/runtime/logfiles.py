@@ -163,3 +163,17 @@ class FollowedFile:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+
+
+def remove_logs(paths: Sequence[str]) -> list[tuple[str, OSError]]:
+    """Remove these log files (one already gone is fine); the ones that could not be removed,
+    with why, for the caller to report."""
+    failed = []
+    for name in paths:
+        try:
+            os.remove(name)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            failed.append((name, exc))
+    return failed
