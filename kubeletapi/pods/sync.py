@@ -5,9 +5,9 @@ or restart app containers per restartPolicy with CrashLoopBackOff; restart a run
 whose spec hash changed; kill a running container whose liveness or startup probe failed (the
 probe's terminationGracePeriodSeconds, else the pod's) and restart it unless the policy is Never,
 through the same back-off; keep one exited instance per container (lastState, `previous` logs);
-write the pod's status to the status store. Before a container is created its image is ensured
-by its pull policy (images.ImageManager: ErrImagePull, ImagePullBackOff...). Returns when it wants
-to run again (a back-off ending).
+write the pod's status to the status store. Starting one container (its image, creation, start,
+postStart hook, CrashLoopBackOff) is starting.py's; what a sync knows of the pod, syncstate.py's.
+Returns when it wants to run again (a back-off ending).
 What the runtime has comes from the pod cache (PodRecords): a sync that changed the runtime
 marks it, and its status, and the next sync, read a record listed after that mark, so a change
 is never missed and a container never started twice; a sync that changed nothing lists nothing.
@@ -24,44 +24,37 @@ import asyncio
 import datetime as dt
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Protocol
 
 from kubeletapi.api.core_v1 import Container, Pod, PodStatus
 from kubeletapi.clock import Clock
-from kubeletapi.cm.cgroupnames import pod_cgroup_path
-from kubeletapi.cm.resources import PodResources, pod_resources
-from kubeletapi.config.durations import Duration
-from kubeletapi.errors import InvalidInput, KubeletError, Unavailable
+from kubeletapi.errors import KubeletError, Unavailable
 from kubeletapi.pods.backoff import Backoff
-from kubeletapi.pods.containers import container_config, container_hash
+from kubeletapi.pods.containers import container_hash
 from kubeletapi.pods.env import EnvResolver
 from kubeletapi.pods.images import ImageManager
-from kubeletapi.pods.lifecycle import run_hook
 from kubeletapi.pods.node import NodeEnv
 from kubeletapi.pods.podcache import PodRecord
 from kubeletapi.pods.podevents import PodEvents
-from kubeletapi.pods.podrefs import pull_secret_names
+from kubeletapi.pods.starting import ContainerStarter, EnvSource, MemoryAffinity, StartObserver
 from kubeletapi.pods.static import is_static
 from kubeletapi.pods.status import CONTAINER_ID_SCHEME, ContainerProbes, PodView, ProbeView, pod_status
 from kubeletapi.pods.statusstore import StatusStore
-from kubeletapi.pods.stopping import ContainerStopper, grace_period
+from kubeletapi.pods.stopping import ContainerStopper
+from kubeletapi.pods.syncstate import CONFIG_RETRY_S, PodSyncState, SyncContext
 from kubeletapi.pods.volumes import PodVolumes, VolumeError
 from kubeletapi.runtime import types as rt
 from kubeletapi.runtime.interface import Runtime
 
 log = logging.getLogger(__name__)
 
-CONFIG_RETRY_S = 10.0
 NETWORK_RETRY_S = 1.0  # the pod network is not ready yet (the Node has no podCIDR yet)
 RUNTIME_RETRY_S = 2.0  # the runtime is unreachable: try again soon (it is usually restarting)
-HOOK_TIMEOUT_S = 120.0
 PROBE_OUTPUT_MAX = 1024  # probe output kept in a terminated state's message
 UNHEALTHY = "Unhealthy"  # the kubelet's event reason for probe failures
 
 
-class SyncObserver(Protocol):
+class SyncObserver(StartObserver, Protocol):
     """Where the syncer reports (the kubelet_* metrics)."""
 
     def pod_synced(self, operation: str, duration_s: float) -> None: ...
@@ -69,8 +62,6 @@ class SyncObserver(Protocol):
     def pod_started(self, static: bool, containers: int) -> None: ...
 
     def pod_running(self, seconds_since_seen: float) -> None: ...
-
-    def container_started(self, kind: str) -> None: ...
 
 
 class PodRecords(Protocol):
@@ -85,23 +76,6 @@ class PodRecords(Protocol):
         ...
 
 
-class EnvSource(Protocol):
-    """A container's environment (pods.env.EnvResolver: it may read the API server)."""
-
-    async def environment(self, pod: Pod, container: Container) -> list[tuple[str, str]]: ...
-
-
-class MemoryAffinity(Protocol):
-    """The memory manager as container creation consults it (cm.memorymanager.MemoryManager)."""
-
-    def cpuset_mems(self, uid: str, container: str) -> str:
-        """The NUMA nodes of the container's memory ("0,1"), "" when it has none."""
-        ...
-
-    def container_started(self, pod: Pod, container: Container) -> None:
-        """The container was created (the kubelet's PreStartContainer)."""
-
-
 class Probes(ContainerProbes, Protocol):
     """Probe results the syncer acts on (kubeletapi.prober.ProbeManager)."""
 
@@ -110,26 +84,8 @@ class Probes(ContainerProbes, Protocol):
         ...
 
 
-@dataclass
-class _PodState:
-    first_seen: float
-    start_time: dt.datetime | None = None
-    waiting: dict[str, tuple[str, str]] = field(default_factory=dict)
-    reported_running: bool = False
-    synced: bool = False
-    # container id -> (reason, message) of an instance killed for a failed probe
-    killed: dict[str, tuple[str, str]] = field(default_factory=dict)
-    runtime_down: bool = False  # the last sync could not reach the runtime (logged once)
-    changing: bool = False  # this sync called the runtime to change the pod
-    changed: int = 0  # the pod cache's mark after the last sync that changed the pod
-
-
 def should_restart(policy: str, exit_code: int) -> bool:
     return policy == "Always" or (policy == "OnFailure" and exit_code != 0)
-
-
-def backoff_key(uid: str, name: str) -> str:
-    return f"{uid}/{name}"
 
 
 class PodSyncer:
@@ -151,7 +107,6 @@ class PodSyncer:
         memory: MemoryAffinity | None = None,
     ) -> None:
         self._runtime = runtime
-        self._memory = memory
         # Why the pod network is not ready (None: it is, or pods use the node's): a pod that is not
         # hostNetwork waits for it, as the kubelet's syncPod does (NetworkNotReady).
         self._network_error = network_error or (lambda: None)
@@ -164,10 +119,12 @@ class PodSyncer:
         self._observer = observer
         self._probes = probes
         self._images = images if images is not None else ImageManager(runtime, clock)
-        self._env = env if env is not None else EnvResolver(node)
         self._events = events or PodEvents()
+        self._starter = ContainerStarter(runtime, node, backoff, self._images,
+                                         env if env is not None else EnvResolver(node), self._events,
+                                         observer, memory)
         self._stopper = ContainerStopper(runtime, clock, node.node_ip, self._events, pod_ip=self._published_ip)
-        self._pods: dict[str, _PodState] = {}
+        self._pods: dict[str, PodSyncState] = {}
         # uid -> how the next kill's final status is to be changed (an eviction's, set_final_status)
         self._final_adjust: dict[str, Callable[[PodStatus], PodStatus]] = {}
         # The scheme of container ids in statuses: the runtime's name (containerd://<id>), set by
@@ -177,7 +134,7 @@ class PodSyncer:
     # --- sync ----------------------------------------------------------------------------------
     async def sync(self, pod: Pod) -> float | None:
         uid = pod.metadata.uid
-        state = self._pods.setdefault(uid, _PodState(first_seen=self._clock.now()))
+        state = self._pods.setdefault(uid, PodSyncState(first_seen=self._clock.now()))
         began = self._clock.monotonic()
         state.waiting = {}
         try:
@@ -194,14 +151,14 @@ class PodSyncer:
         state.synced = True
         return requeue
 
-    def _mark_changed(self, state: _PodState) -> None:
+    def _mark_changed(self, state: PodSyncState) -> None:
         """After the runtime calls of a sync that changed the pod (even failed ones): whatever
         reads the pod next wants a listing begun after them."""
         if state.changing:
             state.changed = self._records.mark()
             state.changing = False
 
-    async def _sync(self, pod: Pod, state: _PodState) -> float | None:
+    async def _sync(self, pod: Pod, state: PodSyncState) -> float | None:
         record = await self._records.pod_record(pod.metadata.uid, state.changed)
         sandboxes, containers = record.sandboxes, record.containers
         ready = [s for s in sandboxes if s.state is rt.SandboxState.READY]
@@ -212,7 +169,7 @@ class PodSyncer:
             self._wait_all(pod, state, "ContainerCreating", str(exc))
             return exc.retry_s if exc.retry_s is not None else CONFIG_RETRY_S
         sandbox_attempt = ready[0].meta.attempt if ready else len(sandboxes)
-        ctx = _SyncContext(pod, "", PodView.of(sandboxes, containers), volumes, state, self._node, sandbox_attempt)
+        ctx = SyncContext(pod, "", PodView.of(sandboxes, containers), volumes, state, self._node, sandbox_attempt)
         if ready:
             ctx.sandbox_id = ready[0].id
         elif not pod.spec.host_network and (not_ready := self._network_error()):
@@ -233,7 +190,7 @@ class PodSyncer:
         await self._gc_instances(view, state)
         return requeue
 
-    async def _run_sandbox(self, ctx: _SyncContext) -> str:
+    async def _run_sandbox(self, ctx: SyncContext) -> str:
         try:
             return await self._runtime.run_pod_sandbox(ctx.sandbox)
         except KubeletError as exc:
@@ -241,7 +198,7 @@ class PodSyncer:
                 self._events.sandbox_failed(ctx.pod, exc)
             raise
 
-    async def _sync_init(self, ctx: _SyncContext) -> float | None:
+    async def _sync_init(self, ctx: SyncContext) -> float | None:
         policy = ctx.pod.spec.restart_policy or "Always"
         for container in ctx.pod.spec.init_containers:
             latest = ctx.view.latest(container.name)
@@ -251,32 +208,32 @@ class PodSyncer:
             for later in ctx.pod.spec.containers:
                 ctx.state.waiting.setdefault(later.name, ("PodInitializing", ""))
             if latest is None:
-                return await self._start(ctx, container, 0, "init")
+                return await self._starter.start(ctx, container, 0, "init")
             if latest.state is not rt.ContainerState.EXITED or policy == "Never":
                 return None
-            return await self._restart(ctx, container, latest, "init")
+            return await self._starter.restart(ctx, container, latest, "init")
         return None
 
-    async def _sync_app(self, ctx: _SyncContext) -> float | None:
+    async def _sync_app(self, ctx: SyncContext) -> float | None:
         policy = ctx.pod.spec.restart_policy or "Always"
         requeue: float | None = None
         for container in ctx.pod.spec.containers:
             latest = ctx.view.latest(container.name)
             if latest is None:
-                requeue = _earliest(requeue, await self._start(ctx, container, 0, "app"))
+                requeue = _earliest(requeue, await self._starter.start(ctx, container, 0, "app"))
             elif latest.state is rt.ContainerState.RUNNING:
                 if latest.annotations.get(rt.CONTAINER_HASH) != container_hash(container):
                     log.info("container %s of pod %s changed: restarting it", container.name, ctx.pod.metadata.name)
                     ctx.state.changing = True
                     await self._stopper.stop(ctx.pod, container, latest, "the container spec changed", kill_message=(
                         f"Container {container.name} definition changed, will be restarted"))
-                    requeue = _earliest(requeue, await self._start(ctx, container, latest.attempt + 1, "app"))
+                    requeue = _earliest(requeue, await self._starter.start(ctx, container, latest.attempt + 1, "app"))
                 elif (failed := self._probe_failure(ctx.pod, container, latest)) is not None:
                     requeue = _earliest(requeue, await self._kill_unhealthy(ctx, container, latest, *failed))
             elif latest.state is rt.ContainerState.CREATED:
-                requeue = _earliest(requeue, await self._start_existing(ctx, container, latest))
+                requeue = _earliest(requeue, await self._starter.start_created(ctx, container, latest.id, "app"))
             elif should_restart(policy, latest.exit_code) or (latest.id in ctx.state.killed and policy != "Never"):
-                requeue = _earliest(requeue, await self._restart(ctx, container, latest, "app"))
+                requeue = _earliest(requeue, await self._starter.restart(ctx, container, latest, "app"))
         return requeue
 
     def _probe_failure(self, pod: Pod, container: Container, latest: rt.ContainerStatus) -> tuple[str, str] | None:
@@ -285,7 +242,7 @@ class PodSyncer:
         return self._probes.failure(pod.metadata.uid, container.name, latest.id)
 
     async def _kill_unhealthy(
-        self, ctx: _SyncContext, container: Container, latest: rt.ContainerStatus, kind: str, output: str
+        self, ctx: SyncContext, container: Container, latest: rt.ContainerStatus, kind: str, output: str
     ) -> float | None:
         """A failed liveness/startup probe: stop the container with the probe's grace period (else
         the pod's), then restart it through the back-off unless the policy is Never (the
@@ -310,95 +267,14 @@ class PodSyncer:
         except KubeletError as exc:
             log.warning("cannot read container %s after stopping it: %s", latest.id, exc)
             return CONFIG_RETRY_S
-        return await self._restart(ctx, container, stopped, "app")
-
-    async def _restart(
-        self, ctx: _SyncContext, container: Container, latest: rt.ContainerStatus, kind: str
-    ) -> float | None:
-        key = backoff_key(ctx.pod.metadata.uid, container.name)
-        remaining = self._backoff.remaining(key, latest.finished_at / 1e9)
-        if remaining > 0:
-            meta = ctx.pod.metadata
-            current = Duration.of_seconds(self._backoff.current(key))
-            ctx.state.waiting[container.name] = (
-                "CrashLoopBackOff",
-                f"back-off {current} restarting failed container={container.name} "
-                f"pod={meta.name}_{meta.namespace}({meta.uid})",
-            )
-            self._events.back_off(ctx.pod, container)
-            return remaining
-        self._backoff.next(key)
-        return await self._start(ctx, container, latest.attempt + 1, kind)
-
-    async def _start(self, ctx: _SyncContext, container: Container, attempt: int, kind: str) -> float | None:
-        image = await self._images.ensure(ctx.pod.metadata.uid, container.image, container.image_pull_policy,
-                                          ctx.sandbox, pull_secret_names(ctx.pod),
-                                          events=self._events.image(ctx.pod, container))
-        if not image.ok:  # ErrImagePull, ImagePullBackOff...: retry when the back-off ends
-            self._events.failed(ctx.pod, container, image.reason)
-            ctx.state.waiting[container.name] = (image.reason, image.message)
-            return image.retry_s if image.retry_s is not None else CONFIG_RETRY_S
-        try:
-            env = await self._env.environment(ctx.pod, container)
-            mems = self._memory.cpuset_mems(ctx.pod.metadata.uid, container.name) if self._memory else ""
-            config = container_config(ctx.pod, container, attempt, kind, self._node, ctx.volumes, ctx.resources,
-                                      env, cpuset_mems=mems)
-            ctx.state.changing = True
-            container_id = await self._runtime.create_container(ctx.sandbox_id, config)
-            if self._memory is not None:
-                self._memory.container_started(ctx.pod, container)
-        except InvalidInput as exc:
-            self._events.failed(ctx.pod, container, str(exc))
-            ctx.state.waiting[container.name] = ("CreateContainerConfigError", str(exc))
-            return CONFIG_RETRY_S
-        except KubeletError as exc:
-            self._events.failed(ctx.pod, container, str(exc))
-            ctx.state.waiting[container.name] = ("CreateContainerError", str(exc))
-            return CONFIG_RETRY_S
-        self._events.created(ctx.pod, container)
-        return await self._start_created(ctx, container, container_id, kind)
-
-    async def _start_existing(
-        self, ctx: _SyncContext, container: Container, created: rt.ContainerStatus
-    ) -> float | None:
-        return await self._start_created(ctx, container, created.id, "app")
-
-    async def _start_created(
-        self, ctx: _SyncContext, container: Container, container_id: str, kind: str
-    ) -> float | None:
-        ctx.state.changing = True
-        try:
-            await self._runtime.start_container(container_id)
-        except KubeletError as exc:
-            self._events.failed(ctx.pod, container, str(exc), container_id)
-            ctx.state.waiting[container.name] = ("RunContainerError", str(exc))
-            return CONFIG_RETRY_S
-        self._events.started(ctx.pod, container)
-        if self._observer is not None:
-            self._observer.container_started("init_container" if kind == "init" else "container")
-        hook = container.lifecycle.post_start if container.lifecycle else None
-        if hook is not None:
-            pod_ip = await self._sandbox_ip(ctx) if hook.http_get is not None else self._node.node_ip
-            error = await run_hook(hook, self._runtime, container_id, container, pod_ip, HOOK_TIMEOUT_S)
-            if error is not None:
-                log.warning("postStart hook of %s/%s failed: %s", ctx.pod.metadata.name, container.name, error)
-                self._events.post_start_failed(ctx.pod, container)
-                self._events.killing(ctx.pod, container, "FailedPostStartHook")
-                await self._runtime.stop_container(container_id, grace_period(ctx.pod))
-        return None
-
-    async def _sandbox_ip(self, ctx: _SyncContext) -> str:
-        """The address an httpGet hook calls: the pod's own (its sandbox's), else the node's."""
-        sandboxes = await self._runtime.list_pod_sandboxes(ctx.pod.metadata.uid)
-        ips = next((s.ips for s in sandboxes if s.id == ctx.sandbox_id), ())
-        return ips[0] if ips else self._node.node_ip
+        return await self._starter.restart(ctx, container, stopped, "app")
 
     def _published_ip(self, pod: Pod) -> str:
         """The pod's address as its status shows it (a preStop httpGet calls it)."""
         status = self._statuses.get(pod.metadata.uid)
         return status.pod_ip if status is not None and status.pod_ip else self._node.node_ip
 
-    async def _gc_instances(self, view: PodView, state: _PodState) -> None:
+    async def _gc_instances(self, view: PodView, state: PodSyncState) -> None:
         """Keep the newest instance and one exited instance before it (the kubelet keeps 1)."""
         for instances in view.instances.values():
             for old in instances[2:]:
@@ -409,11 +285,11 @@ class PodSyncer:
                     except KubeletError as exc:
                         log.warning("cannot remove old container %s: %s", old.id, exc)
 
-    def _wait_all(self, pod: Pod, state: _PodState, reason: str, message: str) -> None:
+    def _wait_all(self, pod: Pod, state: PodSyncState, reason: str, message: str) -> None:
         for container in pod.spec.all_containers():
             state.waiting[container.name] = (reason, message)
 
-    def _runtime_down(self, pod: Pod, state: _PodState, exc: Unavailable) -> None:
+    def _runtime_down(self, pod: Pod, state: PodSyncState, exc: Unavailable) -> None:
         """The runtime cannot be reached: a pod already reported keeps its last status (its
         containers run on, unseen); a new one shows its containers waiting on the runtime."""
         if not state.runtime_down:
@@ -428,7 +304,7 @@ class PodSyncer:
                             previous, self._now(), scheme=self.id_scheme)
         self._statuses.set(pod.metadata.uid, status)
 
-    async def _report(self, pod: Pod, state: _PodState) -> None:
+    async def _report(self, pod: Pod, state: PodSyncState) -> None:
         uid = pod.metadata.uid
         record = await self._records.pod_record(uid, state.changed)
         state.runtime_down = False
@@ -496,40 +372,6 @@ class PodSyncer:
 
     def _now(self) -> dt.datetime:
         return dt.datetime.fromtimestamp(self._clock.now(), dt.UTC).replace(microsecond=0)
-
-
-@dataclass
-class _SyncContext:
-    pod: Pod
-    sandbox_id: str
-    view: PodView
-    volumes: dict[str, rt.Mount]
-    state: _PodState
-    node: NodeEnv
-    sandbox_attempt: int = 0
-    init_done: bool = True
-
-    @cached_property
-    def resources(self) -> PodResources:
-        return pod_resources(self.pod, pod_pids_limit=self.node.pod_pids_limit, cfs_quota_enabled=self.node.cfs_quota)
-
-    @cached_property
-    def sandbox(self) -> rt.SandboxConfig:
-        """The sandbox's config (also what an image pull for the pod is given)."""
-        meta, node = self.pod.metadata, self.node
-        parent = pod_cgroup_path(node.cgroup_root, self.resources.qos, meta.uid) if node.isolated else ""
-        cfg = self.resources.cgroup
-        return rt.SandboxConfig(
-            meta=rt.PodMeta(meta.name, meta.namespace, meta.uid, self.sandbox_attempt),
-            hostname=self.pod.spec.hostname or meta.name[:63],
-            log_directory=str(node.pod_log_dir(meta.namespace, meta.name, meta.uid)),
-            cgroup_parent=parent,
-            resources=rt.Resources(cpu_shares=cfg.cpu_shares, cpu_quota=cfg.cpu_quota, cpu_period=cfg.cpu_period,
-                                   memory_limit=cfg.memory_limit, pids_limit=cfg.pids_limit),
-            labels={rt.POD_NAME: meta.name, rt.POD_NAMESPACE: meta.namespace, rt.POD_UID: meta.uid},
-            annotations=dict(meta.annotations),
-            host_network=self.pod.spec.host_network,
-        )
 
 
 def _capped(output: str) -> str:
