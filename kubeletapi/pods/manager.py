@@ -2,13 +2,9 @@
 
 - Sources send SET snapshots; the manager reconciles: a new pod gets a worker, a pod no longer
   defined is killed, a manifest that changed is a new pod (its UID is a hash of its content).
-- Admission: a second manifest defining the same namespace/name, or the same UID, is rejected
-  with the first one named. Who is first survives restarts: a pod already admitted, then a pod
-  the runtime already runs (re-adopted after a restart), then the others in source and file
-  order; so a duplicate never displaces a running pod. Beyond maxPods a pod is rejected like the
-  kubelet (phase Failed, reason OutOfpods). Every rejection is kept (with its reason) for
-  GET /manifests, logged once with the rejected manifest named, and counted. A pod refused
-  (OutOfpods; an API pod this node cannot decode) gets a Warning event saying why, once.
+- Admission (admission.py: duplicates, maxPods, the admit handlers, who comes first) judges every
+  manifest on each update; its records are GET /manifests. A pod refused (OutOfpods; an API pod
+  this node cannot decode) gets a Warning event saying why, once.
 - API pods (source "api") change in place (same UID, a new resourceVersion): the worker syncs
   the new version. A deleted one (deletionTimestamp) is killed with its deletionGracePeriodSeconds
   and then kept, with its final status, until the API server forgets it (bound_pods() tells the
@@ -30,17 +26,16 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 from kubeletapi.api.core_v1 import Container, ObjectMeta, Pod, PodSpec, PodStatus
 from kubeletapi.clock import Clock
 from kubeletapi.cm.qos import qos_class
-from kubeletapi.pods.admission import PodAdmitHandler, Refusal
+from kubeletapi.pods.admission import API_SOURCE, AdmissionObserver, ManifestRecord, PodAdmission, PodAdmitHandler
 from kubeletapi.pods.apistatus import BoundPod
 from kubeletapi.pods.pleg import PLEG
 from kubeletapi.pods.podevents import PodEvents
-from kubeletapi.pods.sources import ManifestResult, MirrorPod, PodUpdate
+from kubeletapi.pods.sources import MirrorPod, PodUpdate
 from kubeletapi.pods.static import is_static
 from kubeletapi.pods.status import REJECTED_PREFIX, evicted_status, rejected_status
 from kubeletapi.pods.statusstore import StatusStore
@@ -49,24 +44,7 @@ from kubeletapi.pods.workers import PodWorkers
 from kubeletapi.runtime import types as rt
 
 log = logging.getLogger(__name__)
-API_SOURCE = "api"
 REFUSED = "PodNotSupported"  # the reason an API pod this node cannot decode is Failed with
-
-
-@dataclass(frozen=True)
-class ManifestRecord:
-    """One manifest as an operator sees it (GET /manifests)."""
-
-    source: str
-    origin: str
-    state: str  # "accepted" | "rejected"
-    namespace: str = ""
-    name: str = ""
-    uid: str = ""
-    reason: str = ""
-
-    def to_wire(self) -> dict[str, str]:
-        return {k: v for k, v in self.__dict__.items() if v}
 
 
 class ProbeWorkers(Protocol):
@@ -77,10 +55,8 @@ class ProbeWorkers(Protocol):
     def remove_pod(self, uid: str) -> None: ...
 
 
-class ManagerObserver(Protocol):
+class ManagerObserver(AdmissionObserver, Protocol):
     def pods_counted(self, desired: int, active: int) -> None: ...
-
-    def manifest_rejected(self, source: str) -> None: ...
 
     def pod_restarted(self) -> None: ...
 
@@ -101,7 +77,7 @@ class PodManager:
         self._syncer = syncer
         self._pleg = pleg
         self._clock = clock
-        self._max_pods = max_pods
+        self._admission = PodAdmission(max_pods, clock, pleg.cache, observer)
         self._pending_sources = set(sources)
         self._observer = observer
         self._workers: PodWorkers[Pod] = PodWorkers(syncer.sync, syncer.kill, clock, on_done=self._worker_done)
@@ -118,15 +94,13 @@ class PodManager:
         self._probes = probes
         self._events = events or PodEvents()
         self._refused: set[str] = set()  # uids of API pods refused (their event is posted)
-        self._admitters: list[PodAdmitHandler] = []
-        self._held: dict[str, Refusal] = {}  # uid -> an admit handler's refusal, kept while defined
         self._evicting: dict[str, str] = {}  # uid -> the eviction message, while its kill runs
         self._evicted: dict[str, Pod] = {}  # uid -> an evicted pod with its final status, kept while defined
         self._listeners: list[Callable[[], None]] = []
 
     def add_admitter(self, handler: PodAdmitHandler) -> None:
         """Offer every new pod to `handler` from now on (pods.admission)."""
-        self._admitters.append(handler)
+        self._admission.add_handler(handler)
 
     # --- sources -------------------------------------------------------------------------------
     def apply(self, update: PodUpdate) -> None:
@@ -152,7 +126,9 @@ class PodManager:
             listener()
 
     def _reconcile(self) -> None:
-        admitted, rejected, records = self._admit()
+        admission = self._admission.admit(self._snapshots, self._desired, self._evicted, self._manifests)
+        admitted, rejected, records = admission.pods, admission.rejected, admission.records
+        self._evicted = admission.evicted
         for uid in list(self._desired):
             if uid in admitted:
                 continue
@@ -175,110 +151,6 @@ class PodManager:
         self._manifests = records
         if self._observer is not None:
             self._observer.pods_counted(len(admitted) + len(rejected), len(admitted))
-
-    def _admit(self) -> tuple[dict[str, Pod], dict[str, Pod], list[ManifestRecord]]:
-        admitted: dict[str, Pod] = {}
-        rejected: dict[str, Pod] = {}
-        records: list[ManifestRecord] = []
-        evicted: dict[str, Pod] = {}
-        owners: dict[tuple[str, str], str] = {}
-        uids: dict[str, str] = {}  # uid -> "namespace/name (origin)" of the pod admitted with it
-        known = {(r.origin, r.reason) for r in self._manifests if r.state == "rejected"}
-        for source, result in self._candidates():
-            pod = result.pod
-            if pod is None:
-                records.append(self._reject_record(known, source, result.origin, result.error))
-                continue
-            meta = pod.metadata
-            key = (meta.namespace, meta.name)
-            base = ManifestRecord(source, result.origin, "accepted", meta.namespace, meta.name, meta.uid)
-            if meta.uid in self._evicted:  # an evicted pod stays Failed; its name stays taken
-                evicted[meta.uid] = self._evicted[meta.uid]
-                owners[key] = result.origin
-                uids[meta.uid] = f"{meta.namespace}/{meta.name} ({result.origin})"
-                records.append(base)
-            elif key in owners:
-                reason = f"pod {meta.namespace}/{meta.name} is already defined by {owners[key]}"
-                records.append(self._reject_record(known, source, result.origin, reason, base))
-            elif meta.uid in uids:
-                reason = f"pod UID {meta.uid} is already used by pod {uids[meta.uid]}"
-                records.append(self._reject_record(known, source, result.origin, reason, base))
-            elif len(admitted) >= self._max_pods:
-                message = (f"Node didn't have enough resource: pods, requested: 1, used: {len(admitted)}, "
-                           f"capacity: {self._max_pods}")
-                rejected[meta.uid] = self._failed(pod, "OutOfpods", message)
-                records.append(self._reject_record(known, source, result.origin, f"OutOfpods: {message}", base))
-            elif (refusal := self._refusal(pod, admitted)) is not None:
-                rejected[meta.uid] = self._failed(pod, refusal.reason, refusal.message)
-                records.append(self._reject_record(known, source, result.origin,
-                                                   f"{refusal.reason}: {refusal.message}", base))
-            else:
-                owners[key] = result.origin
-                uids[meta.uid] = f"{meta.namespace}/{meta.name} ({result.origin})"
-                admitted[meta.uid] = pod
-                records.append(base)
-        self._held = {uid: r for uid, r in self._held.items() if uid in rejected}
-        self._evicted = evicted
-        return admitted, rejected, records
-
-    def _refusal(self, pod: Pod, admitted: dict[str, Pod]) -> Refusal | None:
-        """The admit handlers' verdict on a newcomer; an admitted pod is not asked again and a
-        refused one stays refused."""
-        uid = pod.metadata.uid
-        if uid in self._desired or not self._admitters:
-            return None
-        if uid in self._held:
-            return self._held[uid]
-        others = list(admitted.values())
-        for handler in self._admitters:
-            refusal = handler.admit(pod, others)
-            if refusal is not None:
-                self._held[uid] = refusal
-                return refusal
-        return None
-
-    def _candidates(self) -> list[tuple[str, ManifestResult]]:
-        """Every manifest: pods already admitted first, then pods the runtime runs (after a
-        restart nothing is admitted yet, but the runtime knows which pod was running), then the
-        rest by source and origin. A newcomer never displaces a pod that runs."""
-        items = [(s, r) for s, update in sorted(self._snapshots.items()) for r in update.results]
-
-        def rank(item: tuple[str, ManifestResult]) -> tuple[int, str, str]:
-            pod = item[1].pod
-            return (self._standing(pod) if pod is not None else 2, item[0], item[1].origin)
-
-        return sorted(items, key=rank)
-
-    def _standing(self, pod: Pod) -> int:
-        """0: this pod (its UID, namespace and name) is admitted; 1: the runtime runs it (a
-        sandbox of that UID and name); 2: a newcomer. A pod copying another's UID is a newcomer."""
-        meta = pod.metadata
-        admitted = self._desired.get(meta.uid)
-        if admitted is not None:
-            same = (admitted.metadata.namespace, admitted.metadata.name) == (meta.namespace, meta.name)
-            return 0 if same else 2
-        record = self._pleg.cache.get(meta.uid)
-        if record is not None and any((s.meta.namespace, s.meta.name) == (meta.namespace, meta.name)
-                                      for s in record.sandboxes):
-            return 1
-        return 2
-
-    def _reject_record(
-        self, known: set[tuple[str, str]], source: str, origin: str, reason: str, base: ManifestRecord | None = None
-    ) -> ManifestRecord:
-        if (origin, reason) not in known:
-            known.add((origin, reason))
-            # The line names the rejected manifest first (a source's own errors already start with it).
-            named = reason if reason.startswith(origin) else f"{origin}: {reason}"
-            log.warning("%s rejected: %s", "pod" if source == API_SOURCE else "static pod manifest", named)
-            if self._observer is not None:
-                self._observer.manifest_rejected(source)
-        if base is None:
-            return ManifestRecord(source, origin, "rejected", reason=reason)
-        return ManifestRecord(source, origin, "rejected", base.namespace, base.name, base.uid, reason)
-
-    def _failed(self, pod: Pod, reason: str, message: str) -> Pod:
-        return pod.model_copy(update={"status": rejected_status(reason, message, self._now(), qos_class(pod))})
 
     def _now(self) -> dt.datetime:
         return dt.datetime.fromtimestamp(self._clock.now(), dt.UTC)

@@ -10,7 +10,7 @@ from starlette.responses import Response
 
 from kubeletapi.api.core_v1 import Container, ObjectMeta, PodList
 from kubeletapi.api.gojson import JSON_TYPE, dumps
-from kubeletapi.pods.manager import ManifestRecord
+from kubeletapi.pods.admission import ManifestRecord
 from kubeletapi.server.apidoc import documented, model
 from kubeletapi.server.host import Host
 
