@@ -5,16 +5,10 @@ container cgroup, and a shim daemon that runs the command, writes its CRI log an
 exit. Nothing here holds a container's process: the shim does, so containers outlive the agent
 and a new agent re-adopts them from the state directory.
 
-Identity checks use /proc/<pid>/stat's start time, so a recycled pid is never mistaken for a
-container that has exited.
-
 A start is recorded before the shim is launched (start_requested, saved with the container's
-cgroup), and the shim is handed a lock it holds for its whole life (shimfiles.py). An agent
-killed at any point of a start leaves a record a new agent settles without ever launching a
-second shim for the container: the shim recorded its start or exit (adopted), or it holds the
-lock (still starting: waited for), or the lock is free and no daemon ever ran (nothing was
-started: the start is made now, the first one), or a daemon ran and vanished without a word
-(a failed start: StartError, its leftovers killed; the pod syncer starts a new instance).
+cgroup), and the shim is handed a lock it holds for its whole life (shimfiles.py). What the shim
+then records (its start, its exit, or nothing: a start an agent left half-made, settled without
+a second shim) is read into the container's record by shimwatch.py.
 
 Exec, attach and port-forward streams (runtime.streaming.Streamer) are in streams/; the shim's
 command lines in shimcmd.py, the files it writes in shimfiles.py, the cgroups in placement.py,
@@ -24,20 +18,19 @@ the pods' own network namespaces (given a pod network) in podnet.py.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import signal
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from kubeletapi.clock import Clock
 from kubeletapi.errors import InvalidInput, NetworkError, NotFound, Unavailable
-from kubeletapi.runtime.process import procfs, shimcmd, streams
+from kubeletapi.runtime.process import shimcmd, streams
 from kubeletapi.runtime.process.placement import Cgroups, Placement
 from kubeletapi.runtime.process.podnet import SandboxNetworks
 from kubeletapi.runtime.process.shimfiles import ShimFiles
+from kubeletapi.runtime.process.shimwatch import ShimWatch, started
 from kubeletapi.runtime.process.state import ContainerRecord, SandboxRecord, StateDir, new_id
 from kubeletapi.runtime.streaming import StreamOptions, StreamSession
 from kubeletapi.runtime.types import (
@@ -57,12 +50,7 @@ from kubeletapi.runtime.types import (
 log = logging.getLogger(__name__)
 
 RUNTIME_NAME = "kubeletapi-process"
-STOP_POLL_S = 0.02
 KILL_WAIT_S = 10.0
-START_WAIT_S = 30.0  # how long a start under way is waited for
-START_ERROR_CODE = 128  # the shim's exit code for a program that could not be started
-LOST_START = ("StartError", "the container's shim exited without recording a start or an exit "
-              "(the agent stopped while starting it)")
 
 
 class ProcessRuntime:
@@ -84,6 +72,7 @@ class ProcessRuntime:
         self._shim = shim
         self._clock = clock
         self._placement = Placement(cgroups)
+        self._watch = ShimWatch(self._state, self._placement, self._now_ns, log)
         self._namespaces = namespaces
         self._shim_opts = shimcmd.ShimOptions(namespaces, log_max_size, log_max_files)
         self._pod_ip = pod_ip  # pods on the host's network: port-forward connects here
@@ -98,9 +87,8 @@ class ProcessRuntime:
             log.error("process runtime: ignoring unreadable %s", problem)
         for leftover in loaded.removed:
             log.warning("process runtime: removed %s", leftover)
-        self._launching: set[str] = set()  # containers whose shim this agent is launching now
         for record in list(self._containers.values()):
-            self._settle_start(record)
+            self._watch.settle_start(record)
         self._warned_oom = False
         if self._containers:
             log.info("process runtime: re-adopted %d containers in %d sandboxes from %s",
@@ -198,26 +186,26 @@ class ProcessRuntime:
 
     async def start_container(self, container_id: str) -> None:
         record = self._container(container_id)
-        if record.id in self._launching:
+        if record.id in self._watch.launching:
             raise InvalidInput(f"container {container_id} is being started")
-        if record.start_requested and not _started(record):
-            await self._await_start(record)  # a start an agent before this one began
-            if _started(record):
+        if record.start_requested and not started(record):
+            await self._watch.await_start(record)  # a start an agent before this one began
+            if started(record):
                 return  # it went through (or failed): either way, it is not made twice
-        if _started(record):
+        if started(record):
             raise InvalidInput(f"container {container_id} was already started")
         sandbox = self._sandbox(record.sandbox_id)
-        files = self._files(record)
+        files = self._watch.files(record)
         Path(record.log_path).parent.mkdir(parents=True, exist_ok=True)
         record.cgroup = self._placement.container_cgroup(sandbox.config.cgroup_parent, record.id)
         record.start_requested = True
         self._state.save_container(record)  # before anything a new agent would have to find
-        self._launching.add(record.id)
+        self._watch.launching.add(record.id)
         try:
             await self._launch(record, sandbox, files)
         finally:
-            self._launching.discard(record.id)
-        self._read_shim_files(record, files)
+            self._watch.launching.discard(record.id)
+        self._watch.read_shim_files(record, files)
         self._report_warnings(files)
         self._state.save_container(record)
 
@@ -241,24 +229,24 @@ class ProcessRuntime:
 
     async def stop_container(self, container_id: str, timeout_s: float) -> None:
         record = self._container(container_id)
-        await self._await_start(record)
-        self._refresh(record)
+        await self._watch.await_start(record)
+        self._watch.refresh(record)
         if record.exited or not record.started_at:
             return
-        self._signal(record, record.app_pid, signal.SIGTERM)
-        if not await self._wait_exit(record, max(timeout_s, 0)):
-            self._signal(record, record.init_pid or record.app_pid, signal.SIGKILL)
-            if not await self._wait_exit(record, KILL_WAIT_S):
+        self._watch.signal(record, record.app_pid, signal.SIGTERM)
+        if not await self._watch.wait_exit(record, max(timeout_s, 0)):
+            self._watch.signal(record, record.init_pid or record.app_pid, signal.SIGKILL)
+            if not await self._watch.wait_exit(record, KILL_WAIT_S):
                 raise Unavailable(f"container {container_id} did not exit after SIGKILL")
 
     async def remove_container(self, container_id: str) -> None:
         record = self._containers.get(container_id)
         if record is None:
             return
-        self._refresh(record)
+        self._watch.refresh(record)
         if record.started_at and not record.exited:
             raise InvalidInput(f"container {container_id} is running; stop it first")
-        if not self._settle_start(record):
+        if not self._watch.settle_start(record):
             raise InvalidInput(f"container {container_id} is being started; stop it first")
         self._placement.delete(record.cgroup, record.id)
         self._state.remove_container(container_id)
@@ -326,7 +314,7 @@ class ProcessRuntime:
                                "with stdin: true)")
 
         def exit_code() -> int | None:
-            self._refresh(record)
+            self._watch.refresh(record)
             return record.exit_code if record.exited else None
 
         return streams.AttachSession.open(record.log_path, self._state.container_dir(record.id), record.config.tty,
@@ -356,113 +344,10 @@ class ProcessRuntime:
 
     def _running(self, container_id: str) -> ContainerRecord:
         record = self._container(container_id)
-        self._refresh(record)
+        self._watch.refresh(record)
         if record.exited or not record.started_at:
             raise InvalidInput(f"container {record.config.name!r} is not running")
         return record
-
-    def _files(self, record: ContainerRecord) -> ShimFiles:
-        return ShimFiles(self._state.container_dir(record.id))
-
-    def _read_shim_files(self, record: ContainerRecord, files: ShimFiles) -> None:
-        record.shim_pid = files.shim_pid()
-        started = files.started()
-        if started is not None:
-            record.app_pid, record.init_pid, record.started_at = started.app_pid, started.init_pid, started.at
-            for pid in (record.app_pid, record.init_pid, record.shim_pid):
-                if pid:
-                    record.start_ticks[str(pid)] = procfs.start_ticks(pid)
-        self._read_exit(record, files)
-
-    def _read_exit(self, record: ContainerRecord, files: ShimFiles) -> bool:
-        ended = files.exit()
-        if ended is None:
-            return False
-        record.exit_code, record.signal, record.finished_at = ended.code, ended.signal, ended.finished_at
-        record.reason, record.message, record.exited = ended.reason, ended.message, True
-        if record.signal == signal.SIGKILL and self._placement.oom_killed(record.cgroup):
-            record.reason = "OOMKilled"
-        self._placement.delete(record.cgroup, record.id)
-        return True
-
-    def _refresh(self, record: ContainerRecord) -> None:
-        """Notice an exit: the shim's exit file, or (shim gone without one) a lost container."""
-        if not record.started_at:
-            self._settle_start(record)
-            return
-        if record.exited:
-            return
-        files = self._files(record)
-        if self._read_exit(record, files):
-            self._state.save_container(record)
-            return
-        if self._alive(record, record.shim_pid) or self._alive(record, record.app_pid):
-            return
-        if self._read_exit(record, files):  # the shim finished between the two checks
-            self._state.save_container(record)
-            return
-        record.exited, record.exit_code, record.reason = True, 137, "ContainerStatusUnknown"
-        record.message = "The container could not be located: its shim exited without recording an exit status"
-        record.finished_at = self._now_ns()
-        self._placement.delete(record.cgroup, record.id)
-        self._state.save_container(record)
-
-    def _settle_start(self, record: ContainerRecord) -> bool:
-        """Decide a start that was begun and not seen through (start_requested, no started_at:
-        the agent that began it stopped); False while it is still under way: this agent is
-        launching it, or its shim runs and has recorded neither a start nor an exit yet."""
-        if _started(record) or not record.start_requested:
-            return True
-        if record.id in self._launching:
-            return False
-        files = self._files(record)
-        recorded = files.recorded()
-        if not recorded:
-            if files.shim_running():
-                return False
-            recorded = files.recorded()  # the shim finished between the two looks
-        what = f"container {record.id} ({record.config.name!r}): the agent stopped while starting it"
-        if recorded:
-            self._read_shim_files(record, files)
-            log.info("process runtime: %s; adopted the start its shim recorded", what)
-        elif files.ran():
-            self._placement.kill_all(record.cgroup)  # what the vanished shim may have forked
-            record.exited, record.exit_code, record.finished_at = True, START_ERROR_CODE, self._now_ns()
-            record.reason, record.message = LOST_START
-            self._placement.delete(record.cgroup, record.id)
-            log.warning("process runtime: %s; its shim ran and vanished without a word: %s", what, record.reason)
-        else:
-            record.start_requested = False  # no shim ever ran: the start is still to be made
-            log.info("process runtime: %s; no shim ever ran, it starts afresh", what)
-        self._state.save_container(record)
-        return True
-
-    async def _await_start(self, record: ContainerRecord) -> None:
-        """Wait until a start under way (this agent's, or one an agent before it began) is decided."""
-        deadline = time.monotonic() + START_WAIT_S
-        while not self._settle_start(record):
-            if time.monotonic() >= deadline:
-                raise Unavailable(f"container {record.config.name!r} is still starting after {START_WAIT_S:g}s "
-                                  "(its shim has recorded neither a start nor an exit)")
-            await asyncio.sleep(STOP_POLL_S)
-
-    def _alive(self, record: ContainerRecord, pid: int) -> bool:
-        return bool(pid) and procfs.start_ticks(pid) == record.start_ticks.get(str(pid), -1)
-
-    def _signal(self, record: ContainerRecord, pid: int, sig: int) -> None:
-        if self._alive(record, pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, sig)
-
-    async def _wait_exit(self, record: ContainerRecord, timeout_s: float) -> bool:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            self._refresh(record)
-            if record.exited:
-                return True
-            if time.monotonic() >= deadline:
-                return False
-            await asyncio.sleep(STOP_POLL_S)
 
     def _report_warnings(self, files: ShimFiles) -> None:
         warnings = files.warnings()
@@ -471,7 +356,7 @@ class ProcessRuntime:
             log.warning("process runtime: %s (logged once)", warnings.splitlines()[0])
 
     def _status(self, record: ContainerRecord) -> ContainerStatus:
-        self._refresh(record)
+        self._watch.refresh(record)
         if record.exited:
             state = ContainerState.EXITED
         elif record.started_at:
@@ -488,7 +373,3 @@ class ProcessRuntime:
             labels=cfg.labels, annotations=cfg.annotations,
         )
 
-
-def _started(record: ContainerRecord) -> bool:
-    """Whether the container's start was made: it ran, or it failed to start."""
-    return bool(record.started_at or record.exited)
