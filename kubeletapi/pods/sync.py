@@ -120,9 +120,8 @@ class PodSyncer:
         self._probes = probes
         self._images = images if images is not None else ImageManager(runtime, clock)
         self._events = events or PodEvents()
-        self._starter = ContainerStarter(runtime, node, backoff, self._images,
-                                         env if env is not None else EnvResolver(node), self._events,
-                                         observer, memory)
+        env = env if env is not None else EnvResolver(node)
+        self._starter = ContainerStarter(runtime, node, backoff, self._images, env, self._events, observer, memory)
         self._stopper = ContainerStopper(runtime, clock, node.node_ip, self._events, pod_ip=self._published_ip)
         self._pods: dict[str, PodSyncState] = {}
         # uid -> how the next kill's final status is to be changed (an eviction's, set_final_status)
