@@ -4,8 +4,11 @@ handler, or an API pod this node cannot decode gets one Warning event, saying wh
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from kubeletapi.api.core_v1 import Container, ObjectMeta, Pod, PodSpec
 from kubeletapi.clock import RealClock
@@ -31,14 +34,41 @@ def api_pod(name: str) -> Pod:
                             restart_policy="Never"))
 
 
-def test_refusals_get_one_warning_each(tmp_path: Path) -> None:
-    async def go() -> None:
+@dataclass
+class Admitting:
+    """A pod manager of API pods (run by the process runtime) and the events it records."""
+
+    syncer: PodSyncer
+    manager: PodManager
+    events: Events
+
+    async def close(self, *ran: str) -> None:
+        """Stop the manager's workers, then kill the pods named in `ran` that it started."""
+        await self.manager.stop()
+        for name in ran:
+            await self.syncer.kill(api_pod(name))
+
+
+@pytest.fixture
+def admitting(tmp_path: Path) -> Callable[[int], Admitting]:
+    """Builds the manager for `max_pods` pods (inside the test's event loop, which runs its workers)."""
+
+    def build(max_pods: int) -> Admitting:
         clock = RealClock()
         node = NodeEnv(node_name="n", node_ip="127.0.0.1", root_dir=tmp_path, pod_logs_dir=tmp_path / "logs")
         runtime = ProcessRuntime(tmp_path / "state", shim_path(), clock)
         pleg, statuses, events = PLEG(runtime, clock), StatusStore(), Events()
         syncer = PodSyncer(runtime, node, clock, Backoff(clock), PodVolumes(node), pleg, statuses)
-        manager = PodManager(syncer, pleg, statuses, clock, 1, ["api"], events=PodEvents(events))
+        manager = PodManager(syncer, pleg, statuses, clock, max_pods, ["api"], events=PodEvents(events))
+        return Admitting(syncer, manager, events)
+
+    return build
+
+
+def test_refusals_get_one_warning_each(admitting: Callable[[int], Admitting]) -> None:
+    async def go() -> None:
+        rig = admitting(1)
+        manager, events = rig.manager, rig.events
         undecodable = ManifestResult("ns/odd", error='ns/odd: unknown field "spec.wat"',
                                      api=ApiRef("ns", "odd", "uid-odd"))
         update = PodUpdate("api", (ManifestResult("ns/a", pod=api_pod("a")), ManifestResult("ns/b", pod=api_pod("b")),
@@ -47,8 +77,7 @@ def test_refusals_get_one_warning_each(tmp_path: Path) -> None:
             manager.apply(update)
             manager.apply(update)  # the same refusals again: no new events
         finally:
-            await manager.stop()
-            await syncer.kill(api_pod("a"))
+            await rig.close("a")
         refusals = [e for e in events.seen if e[2] in ("OutOfpods", "PodNotSupported")]
         assert [pod for pod, e in zip(events.pods, events.seen, strict=True) if e in refusals] == [
             "ns/odd (uid-odd)", "ns/b (uid-b)"]
@@ -74,14 +103,12 @@ class NamedRefusals:
         return None
 
 
-def test_an_admit_handler_is_asked_once_per_new_pod_and_its_refusal_holds(tmp_path: Path) -> None:
+def test_an_admit_handler_is_asked_once_per_new_pod_and_its_refusal_holds(
+    admitting: Callable[[int], Admitting],
+) -> None:
     async def go() -> None:
-        clock = RealClock()
-        node = NodeEnv(node_name="n", node_ip="127.0.0.1", root_dir=tmp_path, pod_logs_dir=tmp_path / "logs")
-        runtime = ProcessRuntime(tmp_path / "state", shim_path(), clock)
-        pleg, statuses, events = PLEG(runtime, clock), StatusStore(), Events()
-        syncer = PodSyncer(runtime, node, clock, Backoff(clock), PodVolumes(node), pleg, statuses)
-        manager = PodManager(syncer, pleg, statuses, clock, 10, ["api"], events=PodEvents(events))
+        rig = admitting(10)
+        manager, events = rig.manager, rig.events
         handler = NamedRefusals("b")
         manager.add_admitter(handler)
         first = PodUpdate("api", (ManifestResult("ns/a", pod=api_pod("a")), ManifestResult("ns/b", pod=api_pod("b"))))
@@ -92,9 +119,7 @@ def test_an_admit_handler_is_asked_once_per_new_pod_and_its_refusal_holds(tmp_pa
             manager.apply(PodUpdate("api", (*first.results, ManifestResult("ns/c", pod=api_pod("c")))))
             by_name = {p.metadata.name: p for p in manager.pods()}
         finally:
-            await manager.stop()
-            for name in ("a", "c"):
-                await syncer.kill(api_pod(name))
+            await rig.close("a", "c")
         assert handler.asked == [("a", []), ("b", ["a"]), ("c", ["a"])]
         assert by_name["b"].status.phase == "Failed"
         assert (by_name["b"].status.reason, by_name["b"].status.message) == (
