@@ -10,6 +10,11 @@ reads them from the summary (the same figures /stats/summary reports):
 
 And, per pod, what ranking and the eviction message read: the pod's and each container's memory
 working set, disk usage (container writable layers and logs, local volumes) and process count.
+These are eviction's own small types rather than the Snapshot's (PodSnap, stats.snapshot.FsUsage):
+a pod's disk use is a sum of measurements taken at different times (DiskUse adds, FsUsage is one
+measurement at its time_ns), and ranking and the message read one flat value each, chosen here
+once (the runtime's figures over the cgroup's, the sandbox left out), where the Snapshot's layout
+stays known to this module alone.
 """
 
 from __future__ import annotations
