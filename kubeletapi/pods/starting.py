@@ -153,6 +153,11 @@ class ContainerStarter:
                 await self._runtime.stop_container(container_id, grace_period(ctx.pod))
         return None
 
+    def forget(self, uid: str) -> None:
+        """The pod is gone: drop its containers' back-offs and its image pull back-offs."""
+        self._backoff.forget(f"{uid}/")
+        self._images.forget(uid)
+
     async def _sandbox_ip(self, ctx: SyncContext) -> str:
         """The address an httpGet hook calls: the pod's own (its sandbox's), else the node's."""
         sandboxes = await self._runtime.list_pod_sandboxes(ctx.pod.metadata.uid)

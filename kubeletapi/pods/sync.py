@@ -112,16 +112,15 @@ class PodSyncer:
         self._network_error = network_error or (lambda: None)
         self._node = node
         self._clock = clock
-        self._backoff = backoff
         self._volumes = volumes
         self._records = records
         self._statuses = statuses
         self._observer = observer
         self._probes = probes
-        self._images = images if images is not None else ImageManager(runtime, clock)
         self._events = events or PodEvents()
+        images = images if images is not None else ImageManager(runtime, clock)
         env = env if env is not None else EnvResolver(node)
-        self._starter = ContainerStarter(runtime, node, backoff, self._images, env, self._events, observer, memory)
+        self._starter = ContainerStarter(runtime, node, backoff, images, env, self._events, observer, memory)
         self._stopper = ContainerStopper(runtime, clock, node.node_ip, self._events, pod_ip=self._published_ip)
         self._pods: dict[str, PodSyncState] = {}
         # uid -> how the next kill's final status is to be changed (an eviction's, set_final_status)
@@ -339,8 +338,7 @@ class PodSyncer:
             await self._runtime.remove_pod_sandbox(sandbox.id)
         await self._records.pod_record(uid, self._records.mark())
         await self._volumes.teardown(uid)
-        self._backoff.forget(f"{uid}/")
-        self._images.forget(uid)
+        self._starter.forget(uid)
         self._pods.pop(uid, None)
         log.info("pod %s/%s (%s) removed", pod.metadata.namespace, pod.metadata.name, uid)
 
