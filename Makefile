@@ -77,13 +77,17 @@ importlint: venv
 	$(BIN)/lint-imports
 
 # The whole suite, with line coverage of kubeletapi/ (the floor is fail_under in pyproject.toml).
-# In two parts (tests/conftest.py --part): the unit and server tests in 4 worker processes, then
-# everything that starts real daemons, one test at a time; coverage adds up over both.
+# In three parts (tests/conftest.py --part), coverage adding up over them: the unit and server tests
+# in 4 worker processes; the tests that start real daemons in 2 (a module at a time each, every
+# cluster test on one); then, with nothing else running, the oracle and the tests marked alone
+# (they read machine-wide figures: free memory, the process count).
 pytest: venv deb cluster-bin
 	KUBELETAPI_CLUSTER_BIN=$(CLUSTER_BIN) $(BIN)/pytest -n 4 --dist worksteal --part=fast \
 		--cov=kubeletapi --cov-report= --cov-fail-under=0
-	KUBELETAPI_CLUSTER_BIN=$(CLUSTER_BIN) $(BIN)/pytest --part=rest --cov=kubeletapi --cov-append \
-		--cov-report=term-missing:skip-covered --durations=30
+	KUBELETAPI_CLUSTER_BIN=$(CLUSTER_BIN) $(BIN)/pytest -n 2 --dist loadgroup --part=rest \
+		--cov=kubeletapi --cov-append --cov-report= --cov-fail-under=0 --durations=20
+	KUBELETAPI_CLUSTER_BIN=$(CLUSTER_BIN) $(BIN)/pytest --part=alone --cov=kubeletapi --cov-append \
+		--cov-report=term-missing:skip-covered --durations=10
 
 test: venv deb lint typecheck importlint pytest
 

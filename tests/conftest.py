@@ -19,30 +19,51 @@ TESTS = Path(__file__).resolve().parent
 # server tests, without the directories and marks of tests that start real daemons or take long.
 NOT_FAST_DIRS = frozenset({"e2e", "cri", "ecosystem"})
 NOT_FAST_MARKS = ("e2e", "cri", "slow")
+# The part of `make test` run with nothing else on the machine: tests that read machine-wide figures
+# a neighbour would move (free memory, the process count, the node's CPU and interfaces compared
+# between two agents). Everything else of the rest runs in two workers, a module per worker at a
+# time and the cluster tests (one control plane per worker that runs them) all on one.
+ALONE_DIRS = frozenset({"oracle"})
+ALONE_MARK = "alone"
+PARTS = ("all", "fast", "rest", "alone")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", default=False,
                      help="rewrite tests/testdata/golden/* from the current output instead of comparing")
-    parser.addoption("--part", choices=("all", "fast", "rest"), default="all",
+    parser.addoption("--part", choices=PARTS, default="all",
                      help="fast: the unit and server tests (no e2e, cri, ecosystem dirs or e2e/cri/slow marks); "
-                          "rest: everything else; the two together are the whole suite")
+                          "alone: the oracle and tests marked alone; rest: everything else; "
+                          "the three together are the whole suite")
 
 
-def is_fast(item: pytest.Item) -> bool:
-    top = item.path.relative_to(TESTS).parts[0] if item.path.is_relative_to(TESTS) else ""
-    return top not in NOT_FAST_DIRS and not any(item.get_closest_marker(m) for m in NOT_FAST_MARKS)
+def _top(item: pytest.Item) -> str:
+    return item.path.relative_to(TESTS).parts[0] if item.path.is_relative_to(TESTS) else ""
 
 
+def part_of(item: pytest.Item) -> str:
+    top = _top(item)
+    if top in ALONE_DIRS or item.get_closest_marker(ALONE_MARK):
+        return "alone"
+    if top not in NOT_FAST_DIRS and not any(item.get_closest_marker(m) for m in NOT_FAST_MARKS):
+        return "fast"
+    return "rest"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's loadgroup reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     part = config.getoption("--part")
     if part == "all":
         return
-    keep = [item for item in items if is_fast(item) == (part == "fast")]
-    dropped = [item for item in items if is_fast(item) != (part == "fast")]
+    keep = [item for item in items if part_of(item) == part]
+    dropped = [item for item in items if part_of(item) != part]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = keep
+    if part == "rest":  # for --dist loadgroup: whole modules, and every cluster test on one worker
+        for item in keep:
+            group = "cluster" if _top(item) == "cluster" else item.path.relative_to(TESTS).as_posix()
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture

@@ -24,7 +24,8 @@ from tests.cluster.node import Node
 from tests.cri.fixtures import CRIEnv
 from tests.podtools import wait_for
 
-pytestmark = [pytest.mark.cluster, pytest.mark.e2e]
+# A CPU-bound pod must get its whole limit (kubectl top, the HPA): no neighbour may take the cores.
+pytestmark = [pytest.mark.cluster, pytest.mark.e2e, pytest.mark.alone]
 
 TOLERANCE = 0.10  # the issue's: top within 10 % of /stats/summary
 MIB = 1 << 20

@@ -199,6 +199,7 @@ def labels(series: dict[str, Any], *names: str) -> tuple[str, ...]:
 
 @pytest.mark.slow
 @pytest.mark.skipif(PROMETHEUS is None, reason=f"prometheus not installed {INSTALL_HINT}")
+@pytest.mark.alone  # a CPU-bound pod must get its whole limit: no neighbour may take the cores
 def test_prometheus_scrapes_the_secure_port(pods_agent: Agent, prometheus: Prometheus) -> None:
     agent, prom = pods_agent, prometheus
     port = agent.kubelet.port("secure")

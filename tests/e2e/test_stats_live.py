@@ -77,6 +77,7 @@ def stats_agent(start_agent: Callable[..., Agent], tmp_path: Path) -> Agent:
     return agent
 
 
+@pytest.mark.alone  # a CPU-bound pod must get its whole limit: no neighbour may take the cores
 def test_cpu_limit_and_memory_are_measured_within_ten_percent(stats_agent: Agent) -> None:
     agent = stats_agent
 

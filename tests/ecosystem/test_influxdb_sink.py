@@ -477,6 +477,10 @@ def test_dashboard_queries_return_series(agent: Agent, influx: Influxd) -> None:
     assert options == {"node": [NODE], "namespace": [NAMESPACE], "pod": sorted(pods)}, options
     queries = dashboards.influx_queries(path, values)
     assert queries, f"no InfluxDB queries in {path}"
+    # The rate panels take non_negative_derivative over GROUP BY time(10s): they have a value once
+    # the node's points fall in two such groups (a loaded machine may not have got there yet).
+    wait_for(lambda: len({t // (10 * SECOND) for t in node_times(influx, DB, 0, time.time_ns())}) >= 2,
+             timeout=30, interval=0.5, what="the node's points in two 10 s groups")
     empty = [(panel, query) for panel, query in queries
              if not any(s.get("values") for s in influx.series(query, DB))]
     assert not empty, f"panel queries without data (variables {values}): {empty}"
