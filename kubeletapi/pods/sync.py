@@ -43,7 +43,7 @@ from kubeletapi.pods.node import NodeEnv
 from kubeletapi.pods.podcache import PodRecord
 from kubeletapi.pods.podevents import PodEvents
 from kubeletapi.pods.podrefs import pull_secret_names
-from kubeletapi.pods.static import is_static
+from kubeletapi.pods.static import config_seen, is_static
 from kubeletapi.pods.status import CONTAINER_ID_SCHEME, ContainerProbes, PodView, ProbeView, pod_status
 from kubeletapi.pods.statusstore import StatusStore
 from kubeletapi.pods.stopping import ContainerStopper, grace_period
@@ -71,6 +71,10 @@ class SyncObserver(Protocol):
     def pod_running(self, seconds_since_seen: float) -> None: ...
 
     def container_started(self, kind: str) -> None: ...
+
+    def pod_worker_started(self, seconds_since_seen: float) -> None: ...
+
+    def pod_start_failed(self) -> None: ...
 
 
 class PodRecords(Protocol):
@@ -177,6 +181,8 @@ class PodSyncer:
     # --- sync ----------------------------------------------------------------------------------
     async def sync(self, pod: Pod) -> float | None:
         uid = pod.metadata.uid
+        if uid not in self._pods and self._observer is not None and (seen := config_seen(pod)) is not None:
+            self._observer.pod_worker_started(self._clock.now() - seen)  # the worker's first sync
         state = self._pods.setdefault(uid, _PodState(first_seen=self._clock.now()))
         began = self._clock.monotonic()
         state.waiting = {}
@@ -236,8 +242,10 @@ class PodSyncer:
     async def _run_sandbox(self, ctx: _SyncContext) -> str:
         try:
             return await self._runtime.run_pod_sandbox(ctx.sandbox)
-        except KubeletError as exc:
-            if not isinstance(exc, Unavailable):  # a runtime that is down is no pod's failure
+        except Exception as exc:
+            if self._observer is not None:  # kubelet_started_pods_errors_total counts every failure
+                self._observer.pod_start_failed()
+            if isinstance(exc, KubeletError) and not isinstance(exc, Unavailable):  # down: no pod's failure
                 self._events.sandbox_failed(ctx.pod, exc)
             raise
 
