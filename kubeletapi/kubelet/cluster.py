@@ -107,7 +107,8 @@ class ClusterWiring:
             self.events.node_event(reasons.WARNING, reasons.CGROUP_V1, CGROUP_V1_WARNING)
         self.mirrors = MirrorPods(self.api, pods.manager, self._node_name, self._node_uid, pods.statuses.get,
                                   self._clock, mirrors_changed=self._mirrors_changed)
-        self.status_sync = StatusSync(self.api, JoinedBoundPods(pods.manager, self.mirrors), self._clock)
+        self.status_sync = StatusSync(self.api, JoinedBoundPods(pods.manager, self.mirrors), self._clock,
+                                      observer=pods.metrics)
         pods.statuses.subscribe(self.status_sync.notify)
         pods.manager.subscribe(self.mirrors.notify)
         self._tasks.append(asyncio.create_task(self.status_sync.run(), name="pod-status-sync"))

@@ -115,6 +115,12 @@ ORPHANED_RUNTIME_PODS = MetricSpec(
     "configuration, which is unusual.",
     "counter",
 )
+POD_STATUS_SYNC = MetricSpec(
+    "kubelet_pod_status_sync_duration_seconds",
+    "Duration in seconds to sync a pod status update. Measures time from detection of a change to pod status until "
+    "the API is successfully updated for that pod, even if multiple intevening changes to pod status occur.",
+    "histogram", buckets=(0.010, 0.050, 0.100, 0.500, 1, 5, 10, 20, 30, 45, 60),
+)
 MIRROR_PODS = MetricSpec(
     "kubelet_mirror_pods", "The number of mirror pods the kubelet will try to create (one per admitted static pod)",
     "gauge",
@@ -155,6 +161,7 @@ class PodMetrics:
         self.working_pods = gauge(WORKING_PODS, registry)
         self.orphaned_runtime_pods = counter(ORPHANED_RUNTIME_PODS, registry)
         self.mirror_pods = gauge(MIRROR_PODS, registry)
+        self.pod_status_sync = histogram(POD_STATUS_SYNC, registry)
         # Label sets the kubelet always exposes, so dashboards see zeros rather than absences.
         for state in ("running", "exited", "created", "unknown"):
             self.running_containers.labels(container_state=state).set(0)
@@ -195,6 +202,10 @@ class PodMetrics:
 
     def pod_start_failed(self) -> None:
         self.started_pods_errors.inc()
+
+    # apistatus.StatusSyncObserver
+    def status_synced(self, duration_s: float) -> None:
+        self.pod_status_sync.observe(duration_s)
 
     # manager.ManagerObserver
     def pods_counted(self, desired: int, active: int) -> None:
