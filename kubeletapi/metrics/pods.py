@@ -121,6 +121,10 @@ POD_STATUS_SYNC = MetricSpec(
     "the API is successfully updated for that pod, even if multiple intevening changes to pod status occur.",
     "histogram", buckets=(0.010, 0.050, 0.100, 0.500, 1, 5, 10, 20, 30, 45, 60),
 )
+LIFECYCLE_HTTP_FALLBACKS = MetricSpec(
+    "kubelet_lifecycle_handler_http_fallbacks_total",
+    "The number of times lifecycle handlers successfully fell back to http from https.", "counter",
+)
 MIRROR_PODS = MetricSpec(
     "kubelet_mirror_pods", "The number of mirror pods the kubelet will try to create (one per admitted static pod)",
     "gauge",
@@ -162,6 +166,7 @@ class PodMetrics:
         self.orphaned_runtime_pods = counter(ORPHANED_RUNTIME_PODS, registry)
         self.mirror_pods = gauge(MIRROR_PODS, registry)
         self.pod_status_sync = histogram(POD_STATUS_SYNC, registry)
+        self.lifecycle_http_fallbacks = counter(LIFECYCLE_HTTP_FALLBACKS, registry)
         # Label sets the kubelet always exposes, so dashboards see zeros rather than absences.
         for state in ("running", "exited", "created", "unknown"):
             self.running_containers.labels(container_state=state).set(0)
@@ -202,6 +207,9 @@ class PodMetrics:
 
     def pod_start_failed(self) -> None:
         self.started_pods_errors.inc()
+
+    def lifecycle_http_fallback(self) -> None:
+        self.lifecycle_http_fallbacks.inc()
 
     # apistatus.StatusSyncObserver
     def status_synced(self, duration_s: float) -> None:

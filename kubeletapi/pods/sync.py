@@ -76,6 +76,8 @@ class SyncObserver(Protocol):
 
     def pod_start_failed(self) -> None: ...
 
+    def lifecycle_http_fallback(self) -> None: ...
+
 
 class PodRecords(Protocol):
     """The pod cache as a sync reads it (pleg.PLEG)."""
@@ -170,7 +172,8 @@ class PodSyncer:
         self._images = images if images is not None else ImageManager(runtime, clock)
         self._env = env if env is not None else EnvResolver(node)
         self._events = events or PodEvents()
-        self._stopper = ContainerStopper(runtime, clock, node.node_ip, self._events, pod_ip=self._published_ip)
+        self._stopper = ContainerStopper(runtime, clock, node.node_ip, self._events, pod_ip=self._published_ip,
+                                         on_http_fallback=self._hook_fell_back)
         self._pods: dict[str, _PodState] = {}
         # uid -> how the next kill's final status is to be changed (an eviction's, set_final_status)
         self._final_adjust: dict[str, Callable[[PodStatus], PodStatus]] = {}
@@ -387,13 +390,19 @@ class PodSyncer:
         hook = container.lifecycle.post_start if container.lifecycle else None
         if hook is not None:
             pod_ip = await self._sandbox_ip(ctx) if hook.http_get is not None else self._node.node_ip
-            error = await run_hook(hook, self._runtime, container_id, container, pod_ip, HOOK_TIMEOUT_S)
+            error = await run_hook(hook, self._runtime, container_id, container, pod_ip, HOOK_TIMEOUT_S,
+                                   lambda hostport: self._hook_fell_back(ctx.pod, hostport))
             if error is not None:
                 log.warning("postStart hook of %s/%s failed: %s", ctx.pod.metadata.name, container.name, error)
                 self._events.post_start_failed(ctx.pod, container)
                 self._events.killing(ctx.pod, container, "FailedPostStartHook")
                 await self._runtime.stop_container(container_id, grace_period(ctx.pod))
         return None
+
+    def _hook_fell_back(self, pod: Pod, hostport: str) -> None:
+        self._events.http_fallback(pod, hostport)
+        if self._observer is not None:
+            self._observer.lifecycle_http_fallback()
 
     async def _sandbox_ip(self, ctx: _SyncContext) -> str:
         """The address an httpGet hook calls: the pod's own (its sandbox's), else the node's."""
