@@ -30,6 +30,7 @@ from kubeletapi.kubelet.pods import ApiReaders, PodWiring
 from kubeletapi.node.controller import NodeController
 from kubeletapi.node.facts import NodeFacts, hugepages, rootfs_capacity
 from kubeletapi.node.images import NodeImages
+from kubeletapi.node.startup import NodeStartupTracker, StartupObserver
 from kubeletapi.node.status import Pressure
 from kubeletapi.nodeinfo import IPAddress
 from kubeletapi.pods.apisource import ApiServerSource
@@ -68,8 +69,9 @@ class ClusterWiring:
     """Everything that speaks to the API server, when --kubeconfig names one."""
 
     def __init__(self, cfg: KubeletConfiguration, opts: NodeOptions, node_name: str, clock: Clock,
-                 credentials: Credentials | None = None) -> None:
+                 credentials: Credentials | None = None, startup: StartupObserver | None = None) -> None:
         assert opts.kubeconfig is not None
+        self._startup_observer, self._agent_start = startup, clock.now()  # kubelet_node_startup_*
         # The node's credentials: shared with the certificate wiring, which replaces them.
         kubeconfig = credentials if credentials is not None else Credentials(load_kubeconfig(opts.kubeconfig))
         self.api = ApiClient(kubeconfig, clock, qps=cfg.kube_api_qps, burst=cfg.kube_api_burst)
@@ -131,6 +133,7 @@ class ClusterWiring:
                 report_s=cfg.node_status_report_frequency.seconds, lease_s=cfg.node_lease_duration_seconds,
                 events=self.events, pressure=self.pressure,
                 pod_cidr=pods.update_pod_cidr if self._opts.network_plugin == "cni" else None,
+                startup=NodeStartupTracker(self._clock, self._agent_start, machine.boot_time, self._startup_observer),
             )
             await self.controller.start()
         else:
