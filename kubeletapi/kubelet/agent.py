@@ -51,7 +51,7 @@ from kubeletapi.metrics.events import EventsCollector
 from kubeletapi.metrics.kubelet import KubeletMetrics
 from kubeletapi.metrics.memory import MemoryManagerMetrics
 from kubeletapi.metrics.node import NodeStartupMetrics
-from kubeletapi.metrics.pods import LogUsageCollector, PodMetrics, VolumeCountsCollector
+from kubeletapi.metrics.pods import LogUsageCollector, PodMetrics, VolumeCountsCollector, VolumeStatMetrics
 from kubeletapi.metrics.probes import ProbeMetrics
 from kubeletapi.metrics.sinks import SinkCollector
 from kubeletapi.metrics.spec import new_registry
@@ -246,6 +246,7 @@ class Kubelet:
             self._registries["metrics"].register(LogUsageCollector(self.pods.inventory.log_dirs))
             self._registries["metrics"].register(VolumeCountsCollector(self.pods.volumes.counts))
             self.stats = StatsProvider(self.cfg, self.opts, self.node_name, self.clock, self.pods)
+            self.stats.collector.volumes.observe(VolumeStatMetrics(self._registries["metrics"]))
             if self.stats.sink is not None:
                 self._registries["metrics"].register(SinkCollector(self.stats.sink.counts))
             self.gc = GCWiring(self.cfg, self.opts, self.clock, self.pods, self.stats, self._registries["metrics"],

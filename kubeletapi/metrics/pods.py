@@ -273,6 +273,22 @@ def _dir_bytes(directory: Path) -> int:
 
 
 
+VOLUME_STAT_DURATION = MetricSpec(
+    "kubelet_volume_metric_collection_duration_seconds", "Duration in seconds to calculate volume stats",
+    "histogram", ("metric_source",),
+)
+
+
+class VolumeStatMetrics:
+    """stats.hostfs.VolumeStatObserver on the /metrics registry."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._duration = histogram(VOLUME_STAT_DURATION, registry)
+
+    def volume_measured(self, source: str, seconds: float) -> None:
+        self._duration.labels(metric_source=source).observe(seconds)
+
+
 VolumeCounts = Callable[[], Mapping[tuple[str, str], int]]
 
 
