@@ -84,10 +84,10 @@ def test_the_controller_measures_a_new_node_and_the_gauges_show_it() -> None:
 
     # The controller's task first runs after the test's first 0.1 s step; registering waits 0.1 s
     # (the kubelet's first step) before its request.
-    ready = {phase: round(seconds, 3) for phase, seconds in asyncio.run(run([], 10)).items()}
+    ready = {phase: round(seconds, 3) for phase, seconds in asyncio.run(run([], 1)).items()}
     assert ready == {"pre_kubelet": 97, "pre_registration": 3.1, "registration": 0.1, "post_registration": 0,
                      "total": 100.2}
-    late = {phase: round(seconds, 3) for phase, seconds in asyncio.run(run(["runtime is down"], 30)).items()}
+    late = {phase: round(seconds, 3) for phase, seconds in asyncio.run(run(["runtime is down"], 12)).items()}
     assert late["registration"] == 0.1 and late["post_registration"] > 0.8
     assert late["total"] == round(100.2 + late["post_registration"], 3)
     for phase, seconds in ready.items():
@@ -103,7 +103,7 @@ def test_a_node_registered_before_is_not_measured() -> None:
                                     startup=NodeStartupTracker(clock, START, START - 100, phases))
         await controller.start()
         try:
-            await _advance(clock, 15)
+            await _advance(clock, 12)  # registered, and a status update
         finally:
             await controller.stop()
         return phases.seen
