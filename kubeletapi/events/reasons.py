@@ -24,6 +24,7 @@ SANDBOX_CHANGED = "SandboxChanged"
 FAILED_CREATE_POD_SANDBOX = "FailedCreatePodSandBox"
 FAILED_POST_START_HOOK = "FailedPostStartHook"
 FAILED_PRE_STOP_HOOK = "FailedPreStopHook"
+LIFECYCLE_HTTP_FALLBACK = "LifecycleHTTPFallback"
 # probes
 UNHEALTHY = "Unhealthy"
 PROBE_WARNING = "ProbeWarning"

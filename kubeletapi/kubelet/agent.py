@@ -50,7 +50,8 @@ from kubeletapi.metrics.certificates import ClientCertificateCollector
 from kubeletapi.metrics.events import EventsCollector
 from kubeletapi.metrics.kubelet import KubeletMetrics
 from kubeletapi.metrics.memory import MemoryManagerMetrics
-from kubeletapi.metrics.pods import LogUsageCollector, PodMetrics, VolumeCountsCollector
+from kubeletapi.metrics.node import NodeStartupMetrics
+from kubeletapi.metrics.pods import LogUsageCollector, PodMetrics, VolumeCountsCollector, VolumeStatMetrics
 from kubeletapi.metrics.probes import ProbeMetrics
 from kubeletapi.metrics.sinks import SinkCollector
 from kubeletapi.metrics.spec import new_registry
@@ -229,10 +230,12 @@ class Kubelet:
         """Build, bind and serve everything; on failure nothing is left running."""
         try:
             metrics = PodMetrics(self._registries["metrics"])
+            startup = NodeStartupMetrics(self._registries["metrics"])  # 0 until a registration measures it
             if self.opts.kubeconfig is not None:
                 self.certs = CertificateWiring(self.cfg, self.opts, self.node_name, self.node_ips, self.clock)
                 self._security.use_credentials(self.certs.credentials)
-                self.cluster = ClusterWiring(self.cfg, self.opts, self.node_name, self.clock, self.certs.credentials)
+                self.cluster = ClusterWiring(self.cfg, self.opts, self.node_name, self.clock, self.certs.credentials,
+                                             startup)
                 if self.certs.client is not None:
                     self._registries["metrics"].register(ClientCertificateCollector(self.certs.client))
             api_sources = [("api", self.cluster.pod_source)] if self.cluster is not None else []
@@ -243,6 +246,7 @@ class Kubelet:
             self._registries["metrics"].register(LogUsageCollector(self.pods.inventory.log_dirs))
             self._registries["metrics"].register(VolumeCountsCollector(self.pods.volumes.counts))
             self.stats = StatsProvider(self.cfg, self.opts, self.node_name, self.clock, self.pods)
+            self.stats.collector.volumes.observe(VolumeStatMetrics(self._registries["metrics"]))
             if self.stats.sink is not None:
                 self._registries["metrics"].register(SinkCollector(self.stats.sink.counts))
             self.gc = GCWiring(self.cfg, self.opts, self.clock, self.pods, self.stats, self._registries["metrics"],

@@ -30,6 +30,7 @@ from kubeletapi.kubelet.pods import ApiReaders, PodWiring
 from kubeletapi.node.controller import NodeController
 from kubeletapi.node.facts import NodeFacts, hugepages, rootfs_capacity
 from kubeletapi.node.images import NodeImages
+from kubeletapi.node.startup import NodeStartupTracker, StartupObserver
 from kubeletapi.node.status import Pressure
 from kubeletapi.nodeinfo import IPAddress
 from kubeletapi.pods.apisource import ApiServerSource
@@ -68,8 +69,9 @@ class ClusterWiring:
     """Everything that speaks to the API server, when --kubeconfig names one."""
 
     def __init__(self, cfg: KubeletConfiguration, opts: NodeOptions, node_name: str, clock: Clock,
-                 credentials: Credentials | None = None) -> None:
+                 credentials: Credentials | None = None, startup: StartupObserver | None = None) -> None:
         assert opts.kubeconfig is not None
+        self._startup_observer, self._agent_start = startup, clock.now()  # kubelet_node_startup_*
         # The node's credentials: shared with the certificate wiring, which replaces them.
         kubeconfig = credentials if credentials is not None else Credentials(load_kubeconfig(opts.kubeconfig))
         self.api = ApiClient(kubeconfig, clock, qps=cfg.kube_api_qps, burst=cfg.kube_api_burst)
@@ -107,7 +109,8 @@ class ClusterWiring:
             self.events.node_event(reasons.WARNING, reasons.CGROUP_V1, CGROUP_V1_WARNING)
         self.mirrors = MirrorPods(self.api, pods.manager, self._node_name, self._node_uid, pods.statuses.get,
                                   self._clock, mirrors_changed=self._mirrors_changed)
-        self.status_sync = StatusSync(self.api, JoinedBoundPods(pods.manager, self.mirrors), self._clock)
+        self.status_sync = StatusSync(self.api, JoinedBoundPods(pods.manager, self.mirrors), self._clock,
+                                      observer=pods.metrics)
         pods.statuses.subscribe(self.status_sync.notify)
         pods.manager.subscribe(self.mirrors.notify)
         self._tasks.append(asyncio.create_task(self.status_sync.run(), name="pod-status-sync"))
@@ -130,6 +133,7 @@ class ClusterWiring:
                 report_s=cfg.node_status_report_frequency.seconds, lease_s=cfg.node_lease_duration_seconds,
                 events=self.events, pressure=self.pressure,
                 pod_cidr=pods.update_pod_cidr if self._opts.network_plugin == "cni" else None,
+                startup=NodeStartupTracker(self._clock, self._agent_start, machine.boot_time, self._startup_observer),
             )
             await self.controller.start()
         else:

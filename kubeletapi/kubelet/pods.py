@@ -175,6 +175,7 @@ class PodWiring:
             runtime_pids = process.shim_pids
         self.node = node_env(cfg, opts, node_name, node_ip, isolated)
         self.streamer = streamer
+        self.metrics = metrics
         self.runtime = InstrumentedRuntime(runtime, metrics)
         self.pleg = PLEG(self.runtime, clock, metrics)
         self.statuses = StatusStore()

@@ -84,6 +84,51 @@ RESTARTED_PODS = MetricSpec(
 CONTAINERS_PER_POD = MetricSpec(
     "kubelet_containers_per_pod_count", "The number of containers per pod.", "histogram", buckets=(1, 2, 4, 8, 16)
 )
+STARTED_PODS_ERRORS = MetricSpec(
+    "kubelet_started_pods_errors_total", "Cumulative number of errors when starting pods", "counter"
+)
+RUN_SANDBOX_DURATION = MetricSpec(
+    "kubelet_run_podsandbox_duration_seconds",
+    "Duration in seconds of the run_podsandbox operations. Broken down by RuntimeClass.Handler.",
+    "histogram", ("runtime_handler",),
+)
+RUN_SANDBOX_ERRORS = MetricSpec(
+    "kubelet_run_podsandbox_errors_total",
+    "Cumulative number of the run_podsandbox operation errors by RuntimeClass.Handler.",
+    "counter", ("runtime_handler",),
+)
+POD_WORKER_START = MetricSpec(
+    "kubelet_pod_worker_start_duration_seconds", "Duration in seconds from kubelet seeing a pod to starting a worker.",
+    "histogram",
+)
+WORKING_PODS = MetricSpec(
+    "kubelet_working_pods",
+    "Number of pods the kubelet is actually running, broken down by lifecycle phase, whether the pod is desired, "
+    "orphaned, or runtime only (also orphaned), and whether the pod is static. An orphaned pod has been removed from "
+    "local configuration or force deleted in the API and consumes resources that are not otherwise visible.",
+    "gauge", ("lifecycle", "config", "static"),
+)
+ORPHANED_RUNTIME_PODS = MetricSpec(
+    "kubelet_orphaned_runtime_pods_total",
+    "Number of pods that have been detected in the container runtime without being already known to the pod worker. "
+    "This typically indicates the kubelet was restarted while a pod was force deleted in the API or in the local "
+    "configuration, which is unusual.",
+    "counter",
+)
+POD_STATUS_SYNC = MetricSpec(
+    "kubelet_pod_status_sync_duration_seconds",
+    "Duration in seconds to sync a pod status update. Measures time from detection of a change to pod status until "
+    "the API is successfully updated for that pod, even if multiple intevening changes to pod status occur.",
+    "histogram", buckets=(0.010, 0.050, 0.100, 0.500, 1, 5, 10, 20, 30, 45, 60),
+)
+LIFECYCLE_HTTP_FALLBACKS = MetricSpec(
+    "kubelet_lifecycle_handler_http_fallbacks_total",
+    "The number of times lifecycle handlers successfully fell back to http from https.", "counter",
+)
+MIRROR_PODS = MetricSpec(
+    "kubelet_mirror_pods", "The number of mirror pods the kubelet will try to create (one per admitted static pod)",
+    "gauge",
+)
 MANIFEST_ERRORS = MetricSpec(
     "kubeletapi_static_pod_manifest_errors_total",
     "Static pod manifests rejected (unreadable, invalid, duplicate or over max-pods), by source type. "
@@ -113,6 +158,15 @@ class PodMetrics:
         self.restarted_pods = counter(RESTARTED_PODS, registry)
         self.containers_per_pod = histogram(CONTAINERS_PER_POD, registry)
         self.manifest_errors = counter(MANIFEST_ERRORS, registry)
+        self.started_pods_errors = counter(STARTED_PODS_ERRORS, registry)
+        self.run_sandbox_duration = histogram(RUN_SANDBOX_DURATION, registry)
+        self.run_sandbox_errors = counter(RUN_SANDBOX_ERRORS, registry)
+        self.pod_worker_start = histogram(POD_WORKER_START, registry)
+        self.working_pods = gauge(WORKING_PODS, registry)
+        self.orphaned_runtime_pods = counter(ORPHANED_RUNTIME_PODS, registry)
+        self.mirror_pods = gauge(MIRROR_PODS, registry)
+        self.pod_status_sync = histogram(POD_STATUS_SYNC, registry)
+        self.lifecycle_http_fallbacks = counter(LIFECYCLE_HTTP_FALLBACKS, registry)
         # Label sets the kubelet always exposes, so dashboards see zeros rather than absences.
         for state in ("running", "exited", "created", "unknown"):
             self.running_containers.labels(container_state=state).set(0)
@@ -148,6 +202,19 @@ class PodMetrics:
     def container_started(self, kind: str) -> None:
         self.started_containers.labels(container_type=kind).inc()
 
+    def pod_worker_started(self, seconds_since_seen: float) -> None:
+        self.pod_worker_start.observe(seconds_since_seen)
+
+    def pod_start_failed(self) -> None:
+        self.started_pods_errors.inc()
+
+    def lifecycle_http_fallback(self) -> None:
+        self.lifecycle_http_fallbacks.inc()
+
+    # apistatus.StatusSyncObserver
+    def status_synced(self, duration_s: float) -> None:
+        self.pod_status_sync.observe(duration_s)
+
     # manager.ManagerObserver
     def pods_counted(self, desired: int, active: int) -> None:
         self.desired_pods.labels(static="true").set(desired)
@@ -158,6 +225,12 @@ class PodMetrics:
 
     def pod_restarted(self) -> None:
         self.restarted_pods.labels(static="true").inc()
+
+    def pods_cleaned_up(self, working: Mapping[tuple[str, str, str], int], orphans: int, mirror_pods: int) -> None:
+        for (lifecycle, config, static), count in working.items():
+            self.working_pods.labels(lifecycle=lifecycle, config=config, static=static).set(count)
+        self.orphaned_runtime_pods.inc(orphans)
+        self.mirror_pods.set(mirror_pods)
 
 
 LogDirs = Callable[[], Iterable[tuple[str, str, str, str, Path]]]
@@ -198,6 +271,22 @@ def _dir_bytes(directory: Path) -> int:
                     total += entry.stat(follow_symlinks=False).st_size
     return total
 
+
+
+VOLUME_STAT_DURATION = MetricSpec(
+    "kubelet_volume_metric_collection_duration_seconds", "Duration in seconds to calculate volume stats",
+    "histogram", ("metric_source",),
+)
+
+
+class VolumeStatMetrics:
+    """stats.hostfs.VolumeStatObserver on the /metrics registry."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._duration = histogram(VOLUME_STAT_DURATION, registry)
+
+    def volume_measured(self, source: str, seconds: float) -> None:
+        self._duration.labels(metric_source=source).observe(seconds)
 
 
 VolumeCounts = Callable[[], Mapping[tuple[str, str], int]]

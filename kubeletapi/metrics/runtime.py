@@ -52,7 +52,16 @@ class InstrumentedRuntime:
         return await self._call("version", self.inner.version())
 
     async def run_pod_sandbox(self, config: SandboxConfig) -> str:
-        return await self._call("run_podsandbox", self.inner.run_pod_sandbox(config))
+        # kubelet_run_podsandbox_*{runtime_handler}: kubeletapi has no RuntimeClass, so every
+        # sandbox runs on the runtime's default handler, "" (the kubelet's label for such a pod).
+        start = time.perf_counter()
+        try:
+            return await self._call("run_podsandbox", self.inner.run_pod_sandbox(config))
+        except Exception:
+            self._metrics.run_sandbox_errors.labels(runtime_handler="").inc()
+            raise
+        finally:
+            self._metrics.run_sandbox_duration.labels(runtime_handler="").observe(time.perf_counter() - start)
 
     async def stop_pod_sandbox(self, sandbox_id: str) -> None:
         await self._call("stop_podsandbox", self.inner.stop_pod_sandbox(sandbox_id))

@@ -29,6 +29,7 @@ from kubeletapi.node.facts import NodeFacts
 from kubeletapi.node.lease import LeaseApi, LeaseRenewer
 from kubeletapi.node.nodeevents import NodeEvents, condition_events, reboot_event
 from kubeletapi.node.registration import NodeApi, register
+from kubeletapi.node.startup import NodeStartupTracker, is_ready
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +45,10 @@ class NodeController:
                  not_ready: Callable[[], Sequence[str]], images: Callable[[], Awaitable[Sequence[Json]]],
                  pressure: Callable[[], st.Pressure] = st.Pressure, update_s: float = 10.0,
                  report_s: float = 300.0, lease_s: int = 40, events: NodeEvents | None = None,
-                 pod_cidr: Callable[[str], Awaitable[None]] | None = None) -> None:
+                 pod_cidr: Callable[[str], Awaitable[None]] | None = None,
+                 startup: NodeStartupTracker | None = None) -> None:
         self._api = api
+        self._startup = startup
         self.facts = facts
         self._clock = clock
         self._boot_id = boot_id
@@ -80,7 +83,13 @@ class NodeController:
             self._record(condition_events(self.facts.name, [], first[0]["conditions"]))
             return first[0]
 
+        if self._startup is not None:
+            self._startup.attempt()
         node, created = await register(self._api, self.facts, initial, self._clock)
+        if self._startup is not None and created:
+            self._startup.registered_new()
+            if is_ready(node.get("status") or {}):
+                self._startup.ready()
         self.uid = str((node.get("metadata") or {}).get("uid", ""))
         self._conditions = list((node.get("status") or {}).get("conditions") or [])
         self._record([e for e in [reboot_event(self.facts.name, node, self._boot_id)] if e is not None])
@@ -114,6 +123,8 @@ class NodeController:
         if not due and not st.changed(self._sent, status):
             return False
         node = await self._api.patch(f"/api/v1/nodes/{self.facts.name}/status", st.status_patch(self._sent, status))
+        if self._startup is not None and is_ready(status):  # accepted: the Node's conditions are these
+            self._startup.ready()
         await self._take_pod_cidr(node)
         self._sent = status  # the fields this node owns, as it sent them (the base of the next comparison)
         self._sent_at = self._clock.monotonic()

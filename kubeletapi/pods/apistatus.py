@@ -11,6 +11,9 @@
   nothing would change.
 - A deleted pod whose containers are all stopped (finished) and whose final status was written
   is deleted from the API with gracePeriodSeconds 0 and the UID as precondition.
+- kubelet_pod_status_sync_duration_seconds: from the first pass that found a pod's status changed
+  to the pass that wrote it (or found nothing left to write), truncated to milliseconds as the
+  kubelet's; several changes before one write are one observation, an outage's retries included.
 - The API server away: nothing is lost; what is pending goes out when it answers again. A pod the
   API no longer has (404, or 409 for a UID precondition) is dropped; a Forbidden answer is
   logged with the pod named.
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -63,6 +67,11 @@ class BoundPods(Protocol):
     def bound_pods(self) -> list[BoundPod]: ...
 
 
+class StatusSyncObserver(Protocol):
+    def status_synced(self, duration_s: float) -> None:
+        """A changed status reached the API server `duration_s` after the change was found."""
+
+
 class StatusApi(Protocol):
     """Pod status writes and deletes (apiclient.ApiClient)."""
 
@@ -97,8 +106,11 @@ def status_patch(current: Mapping[str, Any], desired: Mapping[str, Any], foreign
 
 
 class StatusSync:
-    def __init__(self, api: StatusApi, pods: BoundPods, clock: Clock, resync_s: float = RESYNC_S) -> None:
+    def __init__(self, api: StatusApi, pods: BoundPods, clock: Clock, resync_s: float = RESYNC_S,
+                 observer: StatusSyncObserver | None = None) -> None:
         self._api = api
+        self._observer = observer
+        self._changed_at: dict[str, float] = {}  # uid -> when a pass first found its status changed
         self._pods = pods
         self._clock = clock
         self._resync_s = resync_s
@@ -131,6 +143,7 @@ class StatusSync:
         pods = self._pods.bound_pods()
         live = {p.uid for p in pods}
         self._sent = {uid: s for uid, s in self._sent.items() if uid in live}
+        self._changed_at = {uid: t for uid, t in self._changed_at.items() if uid in live}
         self._deleted &= live
         for pod in pods:
             try:
@@ -157,6 +170,8 @@ class StatusSync:
         path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
         if pod.status is not None:
             desired = pod.status.to_wire()
+            if self._sent.get(pod.uid) != desired:
+                self._changed_at.setdefault(pod.uid, self._clock.monotonic())
             if resync or self._sent.get(pod.uid) != desired:
                 reported = pod.reported.to_wire() if pod.reported is not None else {}
                 # Against the API's copy on a resync (it may have been changed or lost), else
@@ -169,8 +184,13 @@ class StatusSync:
                     await self._api.patch(f"{path}/status", {"metadata": {"uid": pod.uid}, "status": patch})
                     self.patches += 1
                 self._sent[pod.uid] = desired
+                self._synced(pod.uid)
         if pod.deleting and pod.finished and (pod.status is None or pod.uid in self._sent):
             await self._api.delete(path, {"gracePeriodSeconds": 0, "preconditions": {"uid": pod.uid}})
             self._deleted.add(pod.uid)
             log.info("pod %s/%s (%s) terminated: deleted from the API server", pod.namespace, pod.name, pod.uid)
 
+    def _synced(self, uid: str) -> None:
+        changed_at = self._changed_at.pop(uid, None)
+        if changed_at is not None and self._observer is not None:
+            self._observer.status_synced(math.floor((self._clock.monotonic() - changed_at) * 1000) / 1000)

@@ -3,12 +3,18 @@
 exec runs in the container (runtime exec_sync); httpGet calls the pod's IP (host network: the
 node IP) on a numbered or named container port and succeeds on 200-399; sleep waits. A hook
 returns None on success or the kubelet-style failure message.
+
+An https httpGet hook whose server answers in plain HTTP is retried over http without its
+Authorization header, as the kubelet's runHTTPHandler does; a retry that got an answer is reported
+to `on_fallback` with the host:port (the kubelet's LifecycleHTTPFallback event and
+kubelet_lifecycle_handler_http_fallbacks_total), and a failed one leaves the https error.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import ssl
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import httpx
@@ -17,26 +23,52 @@ from kubeletapi.api.core_v1 import Container, HTTPGetAction, LifecycleHandler
 from kubeletapi.errors import KubeletError
 from kubeletapi.runtime.types import ExecResult
 
+# OpenSSL's reasons for a server that answered a ClientHello with something not TLS (a plain HTTP
+# response): 3.0's, and the one 3.2 and later give.
+_NOT_TLS = frozenset({"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE"})
+HttpFallback = Callable[[str], None]  # host:port of an https hook answered over http
+
 
 class Executor(Protocol):
     async def exec_sync(self, container_id: str, cmd: Sequence[str], timeout_s: float) -> ExecResult: ...
 
 
-async def _http_get(action: HTTPGetAction, container: Container, pod_ip: str, timeout_s: float) -> str | None:
+async def _http_get(action: HTTPGetAction, container: Container, pod_ip: str, timeout_s: float,
+                    on_fallback: HttpFallback | None = None) -> str | None:
     try:
         url = action.url(container, pod_ip)  # the same resolution as httpGet probes
     except ValueError as exc:
         return str(exc)
     headers = [(h.name, h.value) for h in action.http_headers]
-    try:
-        async with httpx.AsyncClient(timeout=timeout_s, verify=False) as client:  # noqa: S501 - as the kubelet
+    async with httpx.AsyncClient(timeout=timeout_s, verify=False) as client:  # noqa: S501 - as the kubelet
+        try:
             response = await client.get(url, headers=headers)
-    except httpx.HTTPError as exc:
-        return f"Get {url!r}: {exc}"
+        except httpx.HTTPError as exc:
+            if not (url.startswith("https://") and _answered_in_http(exc)):
+                return f"Get {url!r}: {exc}"
+            try:
+                response = await client.get("http://" + url.removeprefix("https://"),
+                                            headers=[h for h in headers if h[0].lower() != "authorization"])
+            except httpx.HTTPError:
+                return f"Get {url!r}: {exc}"
+            if on_fallback is not None:
+                on_fallback(response.url.netloc.decode())
     if not 200 <= response.status_code < 400:
         return f"HTTP lifecycle hook ({action.path}) for Container {container.name!r} failed - error: " \
                f"{response.status_code} {response.reason_phrase}"
     return None
+
+
+def _answered_in_http(exc: BaseException) -> bool:
+    """The TLS handshake failed because the server's answer was not TLS."""
+    cause: BaseException | None = exc
+    seen: set[int] = set()
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, ssl.SSLError) and cause.reason in _NOT_TLS:
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 async def run_hook(
@@ -46,6 +78,7 @@ async def run_hook(
     container: Container,
     pod_ip: str,
     timeout_s: float,
+    on_fallback: HttpFallback | None = None,
 ) -> str | None:
     """Run one hook; None when it succeeded, else why it failed."""
     if handler.exec is not None:
@@ -60,7 +93,7 @@ async def run_hook(
                     f"command '{' '.join(command)}' exited with {result.exit_code}: {output}")
         return None
     if handler.http_get is not None:
-        return await _http_get(handler.http_get, container, pod_ip, timeout_s)
+        return await _http_get(handler.http_get, container, pod_ip, timeout_s, on_fallback)
     if handler.sleep is not None:
         await asyncio.sleep(min(handler.sleep.seconds, timeout_s))
         return None

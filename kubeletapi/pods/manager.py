@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from kubeletapi.api.core_v1 import Container, ObjectMeta, Pod, PodSpec, PodStatus
@@ -41,6 +41,7 @@ from kubeletapi.pods.status import REJECTED_PREFIX, evicted_status, rejected_sta
 from kubeletapi.pods.statusstore import StatusStore
 from kubeletapi.pods.sync import PodSyncer
 from kubeletapi.pods.workers import PodWorkers
+from kubeletapi.pods.workingpods import WorkingKey, count_working
 from kubeletapi.runtime import types as rt
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,9 @@ class ManagerObserver(AdmissionObserver, Protocol):
     def pods_counted(self, desired: int, active: int) -> None: ...
 
     def pod_restarted(self) -> None: ...
+
+    def pods_cleaned_up(self, working: Mapping[WorkingKey, int], orphans: int, mirror_pods: int) -> None:
+        """Housekeeping's count (kubelet_working_pods, kubelet_orphaned_runtime_pods_total, kubelet_mirror_pods)."""
 
 
 class PodManager:
@@ -280,9 +284,15 @@ class PodManager:
             if uid in self._desired:
                 self._workers.poke(uid)
         if not self._pending_sources:
-            self._kill_orphans()
+            orphans = self._kill_orphans()
+            if self._observer is not None:
+                working = count_working(self._desired, self._killing, self._terminated, self._evicted,
+                                        self._orphans_killing)
+                self._observer.pods_cleaned_up(working, orphans, len(self.mirror_pods() or ()))
 
-    def _kill_orphans(self) -> None:
+    def _kill_orphans(self) -> int:
+        """Kill the runtime's pods no source defines; returns how many no pod worker knew."""
+        orphans = 0
         for uid, record in list(self._pleg.cache.items()):
             if uid in self._desired or uid in self._killing or uid in self._orphans_killing or not uid:
                 continue
@@ -295,7 +305,9 @@ class PodManager:
             self._killing[uid] = pod
             if not self._workers.known(uid):
                 self._workers.update(uid, pod)  # a worker to carry the kill
+                orphans += 1
             self._workers.kill(uid)
+        return orphans
 
     def _orphan_pod(self, uid: str, sandboxes: Sequence[rt.Sandbox], containers: Sequence[rt.ContainerStatus]) -> Pod:
         meta = sandboxes[0].meta if sandboxes else rt.PodMeta("", "", uid)

@@ -86,6 +86,10 @@ class PodEvents:
         self.container(pod, container, r.WARNING, r.FAILED_PRE_STOP_HOOK, "PreStopHook failed")
 
     # --- pods ----------------------------------------------------------------------------------
+    def http_fallback(self, pod: Pod, hostport: str) -> None:
+        self.pod(pod, r.WARNING, r.LIFECYCLE_HTTP_FALLBACK,
+                 f"request to HTTPS lifecycle hook {hostport} got HTTP response, retry with HTTP succeeded")
+
     def pod(self, pod: Pod, event_type: str, reason: str, message: str) -> None:
         self._sink.pod_event(pod, event_type, reason, message)
 

@@ -10,6 +10,7 @@ try again; the events are the kubelet's (podevents.py). The counterpart of stopp
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Protocol
 
 from kubeletapi.api.core_v1 import Container, Pod
@@ -70,7 +71,10 @@ class ContainerStarter:
         events: PodEvents,
         observer: StartObserver | None = None,
         memory: MemoryAffinity | None = None,
+        on_http_fallback: Callable[[Pod, str], None] | None = None,
     ) -> None:
+        """`on_http_fallback`: an https postStart hook was answered over http (lifecycle.run_hook)."""
+        self._on_http_fallback = on_http_fallback
         self._runtime = runtime
         self._node = node
         self._backoff = backoff
@@ -145,7 +149,9 @@ class ContainerStarter:
         hook = container.lifecycle.post_start if container.lifecycle else None
         if hook is not None:
             pod_ip = await self._sandbox_ip(ctx) if hook.http_get is not None else self._node.node_ip
-            error = await run_hook(hook, self._runtime, container_id, container, pod_ip, HOOK_TIMEOUT_S)
+            fell_back = self._on_http_fallback
+            error = await run_hook(hook, self._runtime, container_id, container, pod_ip, HOOK_TIMEOUT_S,
+                                   None if fell_back is None else lambda hostport: fell_back(ctx.pod, hostport))
             if error is not None:
                 log.warning("postStart hook of %s/%s failed: %s", ctx.pod.metadata.name, container.name, error)
                 self._events.post_start_failed(ctx.pod, container)

@@ -96,6 +96,18 @@ def rfc3339_nano(moment: datetime) -> str:
     return f"{text}{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
 
 
+def config_seen(pod: Pod) -> float | None:
+    """When the pod's source first saw it (its config.seen annotation, seconds since the epoch);
+    None without one, or one that is not RFC 3339."""
+    text = pod.metadata.annotations.get(CONFIG_SEEN)
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        return None
+
+
 def make_static(pod: Pod, node_name: str, source_kind: SourceKind, source: str, seen: datetime) -> Pod:
     """A copy of a decoded manifest pod with the identity the kubelet gives static pods."""
     if source_kind not in SOURCE_KINDS:

@@ -48,9 +48,12 @@ def grace_period(pod: Pod, override: int | None = None) -> float:
 
 class ContainerStopper:
     def __init__(self, runtime: StopRuntime, clock: Clock, node_ip: str, events: PodEvents | None = None,
-                 pod_ip: Callable[[Pod], str] | None = None) -> None:
-        """`pod_ip`: the address a preStop httpGet calls (the pod's own); the node's without it."""
+                 pod_ip: Callable[[Pod], str] | None = None,
+                 on_http_fallback: Callable[[Pod, str], None] | None = None) -> None:
+        """`pod_ip`: the address a preStop httpGet calls (the pod's own); the node's without it.
+        `on_http_fallback`: an https preStop hook was answered over http (lifecycle.run_hook)."""
         self._runtime = runtime
+        self._on_http_fallback = on_http_fallback
         self._clock = clock
         self._pod_ip = pod_ip or (lambda _pod: node_ip)
         self._events = events or PodEvents()
@@ -63,7 +66,9 @@ class ContainerStopper:
         self._events.killing(pod, container or Container(name=status.name), kill_message, status.id)
         hook = container.lifecycle.pre_stop if container is not None and container.lifecycle else None
         if hook is not None and container is not None:
-            error = await run_hook(hook, self._runtime, status.id, container, self._pod_ip(pod), grace)
+            fell_back = self._on_http_fallback
+            error = await run_hook(hook, self._runtime, status.id, container, self._pod_ip(pod), grace,
+                                   None if fell_back is None else lambda hostport: fell_back(pod, hostport))
             if error is not None:
                 log.warning("preStop hook of %s/%s failed: %s", pod.metadata.name, container.name, error)
                 self._events.pre_stop_failed(pod, container)

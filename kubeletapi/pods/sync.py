@@ -37,7 +37,7 @@ from kubeletapi.pods.node import NodeEnv
 from kubeletapi.pods.podcache import PodRecord
 from kubeletapi.pods.podevents import PodEvents
 from kubeletapi.pods.starting import ContainerStarter, EnvSource, MemoryAffinity, StartObserver
-from kubeletapi.pods.static import is_static
+from kubeletapi.pods.static import config_seen, is_static
 from kubeletapi.pods.status import CONTAINER_ID_SCHEME, ContainerProbes, PodView, ProbeView, pod_status
 from kubeletapi.pods.statusstore import StatusStore
 from kubeletapi.pods.stopping import ContainerStopper
@@ -62,6 +62,12 @@ class SyncObserver(StartObserver, Protocol):
     def pod_started(self, static: bool, containers: int) -> None: ...
 
     def pod_running(self, seconds_since_seen: float) -> None: ...
+
+    def pod_worker_started(self, seconds_since_seen: float) -> None: ...
+
+    def pod_start_failed(self) -> None: ...
+
+    def lifecycle_http_fallback(self) -> None: ...
 
 
 class PodRecords(Protocol):
@@ -120,8 +126,10 @@ class PodSyncer:
         self._events = events or PodEvents()
         images = images if images is not None else ImageManager(runtime, clock)
         env = env if env is not None else EnvResolver(node)
-        self._starter = ContainerStarter(runtime, node, backoff, images, env, self._events, observer, memory)
-        self._stopper = ContainerStopper(runtime, clock, node.node_ip, self._events, pod_ip=self._published_ip)
+        self._starter = ContainerStarter(runtime, node, backoff, images, env, self._events, observer, memory,
+                                         on_http_fallback=self._hook_fell_back)
+        self._stopper = ContainerStopper(runtime, clock, node.node_ip, self._events, pod_ip=self._published_ip,
+                                         on_http_fallback=self._hook_fell_back)
         self._pods: dict[str, PodSyncState] = {}
         # uid -> how the next kill's final status is to be changed (an eviction's, set_final_status)
         self._final_adjust: dict[str, Callable[[PodStatus], PodStatus]] = {}
@@ -132,6 +140,8 @@ class PodSyncer:
     # --- sync ----------------------------------------------------------------------------------
     async def sync(self, pod: Pod) -> float | None:
         uid = pod.metadata.uid
+        if uid not in self._pods and self._observer is not None and (seen := config_seen(pod)) is not None:
+            self._observer.pod_worker_started(self._clock.now() - seen)  # the worker's first sync
         state = self._pods.setdefault(uid, PodSyncState(first_seen=self._clock.now()))
         began = self._clock.monotonic()
         state.waiting = {}
@@ -191,8 +201,10 @@ class PodSyncer:
     async def _run_sandbox(self, ctx: SyncContext) -> str:
         try:
             return await self._runtime.run_pod_sandbox(ctx.sandbox)
-        except KubeletError as exc:
-            if not isinstance(exc, Unavailable):  # a runtime that is down is no pod's failure
+        except Exception as exc:
+            if self._observer is not None:  # kubelet_started_pods_errors_total counts every failure
+                self._observer.pod_start_failed()
+            if isinstance(exc, KubeletError) and not isinstance(exc, Unavailable):  # down: no pod's failure
                 self._events.sandbox_failed(ctx.pod, exc)
             raise
 
@@ -266,6 +278,12 @@ class PodSyncer:
             log.warning("cannot read container %s after stopping it: %s", latest.id, exc)
             return CONFIG_RETRY_S
         return await self._starter.restart(ctx, container, stopped, "app")
+
+    def _hook_fell_back(self, pod: Pod, hostport: str) -> None:
+        """An https lifecycle hook was answered over http (the kubelet's LifecycleHTTPFallback)."""
+        self._events.http_fallback(pod, hostport)
+        if self._observer is not None:
+            self._observer.lifecycle_http_fallback()
 
     def _published_ip(self, pod: Pod) -> str:
         """The pod's address as its status shows it (a preStop httpGet calls it)."""

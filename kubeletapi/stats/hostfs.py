@@ -3,12 +3,14 @@ which golden tests replace), and the volume usage cache housekeeping fills.
 
 Volumes are walked every volumeStatsAggPeriod (and a new pod's once, in its first cycle), never
 in a request: a cycle reads their last figures from the cache (a container's log files, few, are
-measured in every cycle).
+measured in every cycle). Each volume's walk is timed for its observer
+(kubelet_volume_metric_collection_duration_seconds{metric_source="du"}, as the kubelet's MetricsDu).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,12 +57,23 @@ class OsHostFs:
         return None if found is None else FsUsage(found.used, found.inodes, self._now_ns())
 
 
+class VolumeStatObserver(Protocol):
+    def volume_measured(self, source: str, seconds: float) -> None:
+        """One volume's usage took `seconds` to measure by `source` ("du": a walk of its tree)."""
+
+
 @dataclass
 class VolumeUsageCache:
     """Volume usage measured every volumeStatsAggPeriod (by housekeeping, off the main cycle), and
     a new pod's volumes once when first seen (the kubelet starts a pod's volume calculator at once)."""
 
     values: dict[Path, FsUsage | None] = field(default_factory=dict)
+    monotonic: Callable[[], float] = time.monotonic
+    _observer: VolumeStatObserver | None = None
+
+    def observe(self, observer: VolumeStatObserver) -> None:
+        """Report each volume's measuring time to `observer` from now on."""
+        self._observer = observer
 
     def refresh(self, paths: Iterable[Path], fs: HostFs) -> None:
         self.values = self._measure(paths, fs)  # one assignment: readers in other threads see old or new, whole
@@ -71,11 +84,13 @@ class VolumeUsageCache:
         if new:
             self.values = {**self.values, **self._measure(new, fs)}
 
-    @staticmethod
-    def _measure(paths: Iterable[Path], fs: HostFs) -> dict[Path, FsUsage | None]:
+    def _measure(self, paths: Iterable[Path], fs: HostFs) -> dict[Path, FsUsage | None]:
         fresh: dict[Path, FsUsage | None] = {}
         for path in paths:
+            started = self.monotonic()
             fresh[path] = fs.usage(path)
+            if self._observer is not None:
+                self._observer.volume_measured("du", self.monotonic() - started)
             if fresh[path] is None and path.exists():
                 log.warning("volume stats: %s has more entries than the walk limit; its usage is not reported", path)
         return fresh

@@ -7,10 +7,12 @@ the mirror pod named, and other static pods are unaffected."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.cluster.controlplane import ControlPlane
@@ -77,6 +79,13 @@ def test_a_static_pod_is_mirrored_recreated_replaced_and_removed(
     assert any(line.split()[:4] == [namespace, name, "1/1", "Running"] for line in listed.splitlines()), listed
     logs = control_plane.kubectl("logs", "-n", namespace, name).stdout
     assert "hello-from-static" in logs
+    # /metrics: the API's mirror pod of this node (set each housekeeping) and the status writes that
+    # made it Running, each timed from the change found to its write
+    scrape = f"http://{node.address}:{node.flag('--read-only-port')}/metrics"
+    metrics = wait_for(lambda: (t := httpx.get(scrape, timeout=10).text) and "\nkubelet_mirror_pods 1\n" in t and t,
+                       timeout=10, what="kubelet_mirror_pods 1")
+    synced = re.search(r"\nkubelet_pod_status_sync_duration_seconds_count (\d+)\n", metrics)
+    assert synced is not None and int(synced.group(1)) >= 1, metrics[-3000:]
 
     # kubectl delete: the node deletes the mirror at once and creates a new one; the static pod runs on.
     control_plane.kubectl("delete", "pod", name, "-n", namespace, "--wait=false")

@@ -51,6 +51,14 @@ def test_registers_with_the_kubelets_fields_and_is_ready_within_5s(node: Node, c
     assert reasons["DiskPressure"] == ("False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure")
     assert reasons["PIDPressure"] == ("False", "KubeletHasSufficientPID", "kubelet has sufficient PID available")
     assert reasons["Ready"] == ("True", "KubeletReady", "kubelet is posting ready status")
+    # A new Node: the startup phases of kubelet_node_startup_* are measured (each a gauge, 0 until then)
+    metrics = httpx.get(f"http://{node.address}:{node.flag('--read-only-port')}/metrics", timeout=10).text
+    phases = {line.split()[0]: float(line.split()[1]) for line in metrics.splitlines()
+              if line.startswith("kubelet_node_startup_")}
+    assert phases["kubelet_node_startup_registration_duration_seconds"] > 0, phases
+    assert phases["kubelet_node_startup_pre_registration_duration_seconds"] > 0, phases
+    total, before = (phases[f"kubelet_node_startup_{p}duration_seconds"] for p in ("", "pre_kubelet_"))
+    assert total > before > 0, phases
 
 
 @NODE_LEVEL

@@ -153,7 +153,9 @@ def test_pod_metrics(start_agent: Callable[..., Agent], tmp_path: Path) -> None:
             text = client.get(agent.url(path="/metrics")).text
         return {f.name: f for f in text_string_to_metric_families(text)}
 
-    fams = wait_for(lambda: (f := scrape()) and _value(f, "kubelet_running_pods") == 1 and f, what="counts")
+    desired = {"lifecycle": "sync", "config": "desired", "static": "true"}
+    fams = wait_for(lambda: (f := scrape()) and _value(f, "kubelet_running_pods") == 1
+                    and _value(f, "kubelet_working_pods", **desired) == 1 and f, what="counts")
     assert _value(fams, "kubelet_running_containers", container_state="running") == 2
     assert _value(fams, "kubelet_desired_pods", static="true") == 1
     assert _value(fams, "kubelet_active_pods", static="true") == 1
@@ -166,6 +168,14 @@ def test_pod_metrics(start_agent: Callable[..., Agent], tmp_path: Path) -> None:
     assert _value(fams, "kubelet_pleg_relist_duration_seconds_count") >= 1
     assert _value(fams, "kubelet_pleg_last_seen_seconds") > 1.7e9
     assert "kubelet_restarted_pods" in fams and "kubelet_pleg_relist_interval_seconds" in fams
+    # the pod workers' families: every working-pods combination, the one pod's worker start and sandbox
+    working = fams["kubelet_working_pods"].samples
+    assert len(working) == 15 and sum(s.value for s in working) == 1
+    assert _value(fams, "kubelet_pod_worker_start_duration_seconds_count") == 1
+    assert _value(fams, "kubelet_run_podsandbox_duration_seconds_count", runtime_handler="") == 1
+    assert _value(fams, "kubelet_started_pods_errors") == 0 and _value(fams, "kubelet_orphaned_runtime_pods") == 0
+    assert _value(fams, "kubelet_mirror_pods") == 0 and _value(fams, "kubelet_lifecycle_handler_http_fallbacks") == 0
+    assert _value(fams, "kubelet_node_startup_duration_seconds") == 0  # standalone: no registration
     logs = fams["kubelet_container_log_filesystem_used_bytes"]
     assert {tuple(sorted(s.labels)) for s in logs.samples} == {("container", "namespace", "pod", "uid")}
     for name, buckets in BUCKETS.items():

@@ -197,3 +197,33 @@ def test_run_writes_on_notify_without_waiting_for_the_resync() -> None:
             task.cancel()
 
     asyncio.run(go())
+
+
+class Durations:
+    def __init__(self) -> None:
+        self.seen: list[float] = []
+
+    def status_synced(self, duration_s: float) -> None:
+        self.seen.append(duration_s)
+
+
+def test_status_sync_duration_runs_from_the_change_found_to_its_write() -> None:
+    """kubelet_pod_status_sync_duration_seconds: an outage's retries are inside one observation,
+    truncated to milliseconds; a resync that writes nothing new observes nothing."""
+    clock, api, durations = FakeClock(), RecordingApi(), Durations()
+    pods = Pods(bound(running()))
+    sync = StatusSync(api, pods, clock, observer=durations)
+    api.fail = Unavailable("the API server is away")
+    assert not asyncio.run(sync.sync())
+    clock.advance(2.5004)
+    pods.pods = [bound(running(ready=False))]  # a second change before the write: still one
+    assert not asyncio.run(sync.sync())
+    api.fail = None
+    assert asyncio.run(sync.sync())
+    assert durations.seen == [2.5]
+    asyncio.run(sync.sync(resync=True))  # repairs the API's copy (empty here): a write, no change found
+    asyncio.run(sync.sync())
+    assert durations.seen == [2.5] and len(api.calls) == 2
+    pods.pods = [bound(running())]
+    asyncio.run(sync.sync())
+    assert durations.seen == [2.5, 0.0] and len(api.calls) == 3
