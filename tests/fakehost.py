@@ -148,6 +148,7 @@ class FakeHost:
     stats_history: Callable[[], History] = field(default_factory=_history)
     node_status_view: Callable[[], Mapping[str, Any]] = lambda: EMPTY_NODE_VIEW
     pod_list: Callable[[], Mapping[str, Any]] = lambda: EMPTY_POD_LIST
+    pod_events: Callable[[str], Sequence[Mapping[str, Any]]] = lambda uid: ()
     running_pods: Callable[[], Mapping[str, Any]] = lambda: EMPTY_POD_LIST
     manifests: Callable[[], Mapping[str, Any]] = lambda: {"items": []}
     node_logs: Callable[[str, Sequence[tuple[str, str]], str, Mapping[str, str]],
