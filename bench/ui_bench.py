@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from benchkit import Client, agent_args, pct, purge, stop_pods, wait
+from benchkit import Client, agent_args, cores, cpu_s, pct, purge, stop_pods, wait
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from ports import free_ports
@@ -75,17 +75,6 @@ def browser(mode: str, url: str, token: str, key: str, paths: list[str], seconds
     args = {"mode": mode, "url": url, "token": token, "spki": key, "chromium": CHROMIUM, "ui": str(REPO / "ui"),
             "paths": paths, "loads": LOADS, "seconds": seconds}
     return subprocess.Popen([node, str(SCRIPT), json.dumps(args)], stdout=subprocess.PIPE, text=True)
-
-
-def cpu_s(proc: psutil.Process) -> float:
-    times = proc.cpu_times()
-    return times.user + times.system
-
-
-def agent_core(proc: psutil.Process, seconds: float) -> float:
-    cpu0, t0 = cpu_s(proc), time.monotonic()
-    time.sleep(seconds)
-    return (cpu_s(proc) - cpu0) / (time.monotonic() - t0)
 
 
 def open_page(proc: psutil.Process, url: str, token: str, key: str, path: str, seconds: float,
@@ -175,7 +164,7 @@ def run() -> dict[str, Any]:
             loader = browser("load", url, token, key, ["/ui/", pod_path])
             stdout, _ = loader.communicate(timeout=600)
             out["loads"] = json.loads(stdout)
-            out["idle_core"] = agent_core(proc, OPEN_S)
+            out["idle_core"] = cores(proc, OPEN_S)
             out["node_core"], out["node_polls"] = open_page(proc, url, token, key, "/ui/", OPEN_S)
             out["pod_core"], out["pod_polls"] = open_page(proc, url, token, key, pod_path, OPEN_S)
             rss: list[tuple[float, float]] = []
