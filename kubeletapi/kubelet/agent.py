@@ -89,6 +89,7 @@ class Kubelet:
         self.listeners: dict[str, Listener] = {}
         self.pods: PodWiring | None = None
         self.recent_events = RecentEvents(self.clock)  # each pod's last events, for the web UI
+        self._pods_version = 0  # bumped on every pod or status change (the web UI's PodList)
         self._security = SecurityWiring(self.cfg, opts, self.clock)
         self._tasks: list[asyncio.Task[None]] = []
         self._sync_entry = 0.0
@@ -156,6 +157,12 @@ class Kubelet:
 
     def pod_list(self) -> Mapping[str, Any]:
         return PodList(items=self._pods().manager.pods()).to_wire()
+
+    def _pods_changed(self) -> None:
+        self._pods_version += 1
+
+    def pods_version(self) -> int:
+        return self._pods_version
 
     def pod_events(self, uid: str) -> Sequence[Mapping[str, Any]]:
         return [event.view() for event in self.recent_events.for_pod(uid)]
@@ -248,6 +255,8 @@ class Kubelet:
                                   events=kept)
             manager = self.pods.manager
             manager.subscribe(lambda: self.recent_events.forget(manager.known))
+            manager.subscribe(self._pods_changed)
+            self.pods.statuses.subscribe(self._pods_changed)
             self.pods.memory.observe(MemoryManagerMetrics(self._registries["metrics"]))
             self._registries["metrics"].register(LogUsageCollector(self.pods.inventory.log_dirs))
             self._registries["metrics"].register(VolumeCountsCollector(self.pods.volumes.counts))

@@ -334,6 +334,26 @@ def test_views_share_one_pod_list_for_a_quarter_second() -> None:
     assert shared.get(host)["n"] == 2
 
 
+def test_unchanged_pods_are_not_built_again() -> None:
+    now = [100.0]
+    version = [7]
+    built: list[int] = []
+
+    def pod_list() -> dict[str, Any]:
+        built.append(1)
+        return {"items": [], "n": len(built)}
+
+    shared = ui.SharedPodList(lambda: now[0])
+    host = FakeHost(pod_list=pod_list, pods_version=lambda: version[0])
+    assert shared.get(host)["n"] == 1
+    now[0] += 5 * ui.TTL_S
+    assert shared.get(host)["n"] == 1  # no pod or status changed: the same PodList
+    version[0] += 1
+    assert shared.get(host)["n"] == 2  # a change: built again
+    now[0] += ui.MAX_AGE_S
+    assert shared.get(host)["n"] == 3  # unchanged, but as old as allowed
+
+
 def test_ui_port_serves_the_ui_alone(start_agent: Callable[..., Agent]) -> None:
     port = free_port()
     agent = start_agent("--ui-port", str(port))
