@@ -6,14 +6,17 @@ One agent, `python -m kubeletapi` as a subprocess (root, process runtime, privat
 in a temp dir, loopback ports), at the default --housekeeping-interval 10s, with 110 static pods of
 two `sleep 3600` containers (as stats_bench). The browser is Debian's Chromium driven by
 playwright-core (bench/ui_load.mjs; `make deb` and `make ui` install both), on the secure port with
-the node's bearer token (TLS, authentication and authorization included).
+the node's bearer token (TLS, authentication and authorization included); the node's serving key is
+trusted (--ignore-certificate-errors-spki-list), as a browser trusting the node's CA would: with a
+certificate error Chromium caches nothing.
 
-1. Load: BENCH_LOADS fresh page loads (a new tab each; the HTTP cache kept, assets revalidated) of
-   the node page (/ui/: node and pods views, 110 rows) and of a pod page; per load the time from
-   navigation start to DOMContentLoaded, to the load event, and to the first render with data (both
-   JSON views fetched and drawn).
+1. Load: BENCH_LOADS fresh page loads (a new tab each; the HTTP cache kept) of the node page (/ui/:
+   node and pods views, 110 rows) and of a pod page; per load the time from navigation start to
+   DOMContentLoaded, to the load event, and to the first render with data (the views the page
+   carries drawn: cards, the table, every chart), and where the time went (when the page's first
+   byte came, when it was received, the script, the page's performance marks).
 2. CPU: the agent's CPU (psutil, user + system) over BENCH_OPEN_S seconds with no page open, then
-   with the node page open, then with a pod page open (each polls its views every 3 s).
+   with the node page open, then with a pod page open (each polls its views every 5 s).
 3. Memory: the node page left open for BENCH_MEMORY_S seconds, the agent's RSS sampled every 10 s;
    growth = least-squares slope with its standard error (the hour-long check, shortened).
 4. Ring: stats/history.History filled for a whole 15-minute window with a 110-pod Summary at 10 s
