@@ -1,5 +1,6 @@
 """What the benchmarks share: an agent's flags, a keep-alive client, the in-process event loop
-the CLI would run, waiting, percentiles, and cleaning up what an agent's runtime left behind."""
+the CLI would run, waiting, sampling (a process's CPU, one value per agent cycle), percentiles,
+and cleaning up what an agent's runtime left behind."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,29 @@ def wait(predicate: Callable[[], bool], timeout: float, interval: float, what: s
         if time.monotonic() > deadline:
             raise TimeoutError(f"benchmark: timed out waiting for {what}")
         time.sleep(interval)
+
+
+def cpu_s(proc: psutil.Process) -> float:
+    """The process's CPU seconds so far (user + system)."""
+    times = proc.cpu_times()
+    return times.user + times.system
+
+
+def cores(proc: psutil.Process, seconds: float) -> float:
+    """The cores the process uses over the next `seconds` (CPU seconds per wall second)."""
+    cpu0, t0 = cpu_s(proc), time.monotonic()
+    time.sleep(seconds)
+    return (cpu_s(proc) - cpu0) / (time.monotonic() - t0)
+
+
+def next_cycles(current: Callable[[], int], count: int, what: str, interval: float = 0.002) -> Iterator[int]:
+    """Yield as each of the next `count` cycles lands (`current()`: a housekeeping generation, an
+    eviction cycle count), so the caller samples every cycle once, right after it."""
+    last = current()
+    for _ in range(count):
+        wait(lambda: current() != last, 30, interval, what)  # noqa: B023 - called before `last` changes
+        last = current()
+        yield last
 
 
 def agent_args(base: Path, interval: str, ports: Sequence[int], *extra: str) -> list[str]:

@@ -40,7 +40,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchkit import Client, LoopThread, agent_args, pct, purge, stop_pods, wait
+from benchkit import Client, LoopThread, agent_args, next_cycles, pct, purge, stop_pods, wait
 from ports import free_ports
 from results_md import update_section
 
@@ -137,12 +137,8 @@ def one_run(api: Any, name: str, out: Path, headroom: int) -> tuple[float, float
 def _sync_cpu_ms(kubelet: Any) -> list[float]:
     """The CPU time of the agent's own synchronize of each new Snapshot (EvictionManager.run)."""
     manager = kubelet.eviction.manager
-    out: list[float] = []
-    for _ in range(CYCLES):
-        cycles = manager.cycles
-        wait(lambda c=cycles: manager.cycles > c, 30, 0.005, "an eviction cycle")
-        out.append(manager.last_cycle_cpu_s * 1000)
-    return out
+    return [manager.last_cycle_cpu_s * 1000
+            for _ in next_cycles(lambda: manager.cycles, CYCLES, "an eviction cycle", 0.005)]
 
 
 def cost_run(hard: str) -> tuple[list[float], list[float]]:
@@ -167,10 +163,8 @@ def cost_run(hard: str) -> tuple[list[float], list[float]]:
             wait(lambda: _sampled(housekeeper.latest()) >= 2 * PODS, 60, 0.1, "every container in housekeeping")
             sync = _sync_cpu_ms(kubelet)
             collect = [housekeeper.latest().collect_cpu_s * 1000]
-            for _ in range(10):
-                generation = housekeeper.latest().generation
-                wait(lambda g=generation: housekeeper.latest().generation > g, 30, 0.01, "a cycle")
-                collect.append(housekeeper.latest().collect_cpu_s * 1000)
+            collect += [housekeeper.latest().collect_cpu_s * 1000
+                        for _ in next_cycles(lambda: housekeeper.latest().generation, 10, "a cycle", 0.01)]
             conditions = [c["type"] for c in kubelet.node_conditions() if c["status"] == "True"]
             print(f"eviction-hard {hard or '(defaults)'}: conditions on {conditions}, "
                   f"synchronize p50 {pct(sync, 50):.3f} ms", flush=True)

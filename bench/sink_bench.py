@@ -71,10 +71,10 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # tests.ecosystem.influxd
-from benchkit import Client, LoopThread, agent_args, pct, purge, stop_pods, wait
+from benchkit import Client, LoopThread, agent_args, cpu_s, pct, purge, stop_pods, wait
 from ports import free_ports
 from results_md import update_section
-from stats_bench import cpu_s, load, machine, running_containers, start_pods, wait_generations
+from stats_bench import load, machine, running_containers, start_pods, wait_generations
 
 from kubeletapi.sinks.sink import BACKOFF_INITIAL_S, BACKOFF_MAX_S
 from tests.ecosystem.influxd import INFLUXD, Influxd

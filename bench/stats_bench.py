@@ -50,7 +50,7 @@ from typing import Any
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchkit import Client, LoopThread, agent_args, pct, purge, stop_pods, wait
+from benchkit import Client, LoopThread, agent_args, cores, cpu_s, next_cycles, pct, purge, stop_pods, wait
 from ports import free_ports
 from results_md import update_section
 
@@ -89,11 +89,6 @@ class Timing:
 
     def p(self, q: float) -> float:
         return pct(self.ms, q) if self.ms else float("nan")
-
-
-def cpu_s(proc: psutil.Process) -> float:
-    times = proc.cpu_times()
-    return times.user + times.system
 
 
 def repeat(port: int, path: str, gzipped: bool, proc: psutil.Process, cached: bool) -> Timing:
@@ -193,9 +188,7 @@ def external_run() -> External:
             client.close()  # idle from here: the server would close it after 90 s anyway
             proc = psutil.Process(agent.pid)
             out.rss_warm_mib = proc.memory_info().rss / 2**20
-            cpu0, t0 = cpu_s(proc), time.perf_counter()
-            time.sleep(CYCLES * INTERVAL_S)
-            out.idle_core = (cpu_s(proc) - cpu0) / (time.perf_counter() - t0)
+            out.idle_core = cores(proc, CYCLES * INTERVAL_S)
             out.idle_cpu_per_period_ms = out.idle_core * INTERVAL_S * 1000
             for path in ENDPOINTS:
                 for gzipped in (False, True):
@@ -347,9 +340,8 @@ def _sampled(snap: Any) -> int:
 
 def cold_rounds(housekeeper: Any, client: Client, out: Internal) -> None:
     """COLD generations: the first request of each endpoint right after the Snapshot swap."""
-    last = housekeeper.latest().generation
-    for i in range(COLD):
-        wait(lambda: housekeeper.latest().generation != last, 30, 0.002, "the next housekeeping cycle")  # noqa: B023
+    cycles = next_cycles(lambda: housekeeper.latest().generation, COLD, "the next housekeeping cycle")
+    for i, _ in enumerate(cycles):
         snap = housekeeper.latest()
         last = snap.generation
         out.collect_cpu_ms.append(snap.collect_cpu_s * 1000)

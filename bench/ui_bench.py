@@ -6,14 +6,17 @@ One agent, `python -m kubeletapi` as a subprocess (root, process runtime, privat
 in a temp dir, loopback ports), at the default --housekeeping-interval 10s, with 110 static pods of
 two `sleep 3600` containers (as stats_bench). The browser is Debian's Chromium driven by
 playwright-core (bench/ui_load.mjs; `make deb` and `make ui` install both), on the secure port with
-the node's bearer token (TLS, authentication and authorization included).
+the node's bearer token (TLS, authentication and authorization included); the node's serving key is
+trusted (--ignore-certificate-errors-spki-list), as a browser trusting the node's CA would: with a
+certificate error Chromium caches nothing.
 
-1. Load: BENCH_LOADS fresh page loads (a new tab each; the HTTP cache kept, assets revalidated) of
-   the node page (/ui/: node and pods views, 110 rows) and of a pod page; per load the time from
-   navigation start to DOMContentLoaded, to the load event, and to the first render with data (both
-   JSON views fetched and drawn).
+1. Load: BENCH_LOADS fresh page loads (a new tab each; the HTTP cache kept) of the node page (/ui/:
+   node and pods views, 110 rows) and of a pod page; per load the time from navigation start to
+   DOMContentLoaded, to the load event, and to the first render with data (the views the page
+   carries drawn: cards, the table, every chart), and where the time went (when the page's first
+   byte came, when it was received, the script, the page's performance marks).
 2. CPU: the agent's CPU (psutil, user + system) over BENCH_OPEN_S seconds with no page open, then
-   with the node page open, then with a pod page open (each polls its views every 3 s).
+   with the node page open, then with a pod page open (each polls its views every 5 s).
 3. Memory: the node page left open for BENCH_MEMORY_S seconds, the agent's RSS sampled every 10 s;
    growth = least-squares slope with its standard error (the hour-long check, shortened).
 4. Ring: stats/history.History filled for a whole 15-minute window with a 110-pod Summary at 10 s
@@ -24,7 +27,9 @@ Goals (issue 19): a page loads in under 300 ms on loopback; an open page costs u
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
+import hashlib
 import json
 import os
 import platform
@@ -39,7 +44,9 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from benchkit import Client, agent_args, pct, purge, stop_pods, wait
+from benchkit import Client, agent_args, cores, cpu_s, pct, purge, stop_pods, wait
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 from ports import free_ports
 from results_md import update_section
 from stats_bench import PODS, all_containers_sampled, start_pods, wait_generations
@@ -57,30 +64,26 @@ RING_PODS = 110  # the ring is measured at 110 pods whatever BENCH_PODS says
 Mi = 1 << 20
 
 
-def browser(mode: str, url: str, token: str, paths: list[str], seconds: float = 0) -> subprocess.Popen[str]:
+def spki(cert: Path) -> str:
+    """base64 of the SHA-256 of the certificate's public key (Chromium's --ignore-certificate-errors-spki-list)."""
+    key = x509.load_pem_x509_certificate(cert.read_bytes()).public_key()
+    der = key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return base64.b64encode(hashlib.sha256(der).digest()).decode()
+
+
+def browser(mode: str, url: str, token: str, key: str, paths: list[str], seconds: float = 0) -> subprocess.Popen[str]:
     node = shutil.which("node")
     if not node or not Path(CHROMIUM).exists() or not (REPO / "ui/node_modules/playwright-core").is_dir():
         raise SystemExit("ui_bench: needs node, Debian's chromium (make deb) and playwright-core (make ui)")
-    args = {"mode": mode, "url": url, "token": token, "chromium": CHROMIUM, "ui": str(REPO / "ui"),
+    args = {"mode": mode, "url": url, "token": token, "spki": key, "chromium": CHROMIUM, "ui": str(REPO / "ui"),
             "paths": paths, "loads": LOADS, "seconds": seconds}
     return subprocess.Popen([node, str(SCRIPT), json.dumps(args)], stdout=subprocess.PIPE, text=True)
 
 
-def cpu_s(proc: psutil.Process) -> float:
-    times = proc.cpu_times()
-    return times.user + times.system
-
-
-def agent_core(proc: psutil.Process, seconds: float) -> float:
-    cpu0, t0 = cpu_s(proc), time.monotonic()
-    time.sleep(seconds)
-    return (cpu_s(proc) - cpu0) / (time.monotonic() - t0)
-
-
-def open_page(proc: psutil.Process, url: str, token: str, path: str, seconds: float,
+def open_page(proc: psutil.Process, url: str, token: str, key: str, path: str, seconds: float,
               rss: list[tuple[float, float]] | None = None) -> tuple[float, int]:
     """Agent cores used while `path` is open for `seconds` (from its first render), and the polls made."""
-    page = browser("open", url, token, [path], seconds)
+    page = browser("open", url, token, key, [path], seconds)
     assert page.stdout is not None
     if page.stdout.readline().strip() != "OPEN":
         raise RuntimeError("the page did not open")
@@ -157,17 +160,18 @@ def run() -> dict[str, Any]:
             wait_generations(client, 2)
             client.close()
             token = (base / "certs/tokens.csv").read_text().split(",", 1)[0]
+            key = spki(base / "certs/kubelet.crt")
             url = f"https://127.0.0.1:{ports[0]}"
             pod_path = "/ui/pods/default/p000-benchnode"
             proc = psutil.Process(agent.pid)
-            loader = browser("load", url, token, ["/ui/", pod_path])
+            loader = browser("load", url, token, key, ["/ui/", pod_path])
             stdout, _ = loader.communicate(timeout=600)
             out["loads"] = json.loads(stdout)
-            out["idle_core"] = agent_core(proc, OPEN_S)
-            out["node_core"], out["node_polls"] = open_page(proc, url, token, "/ui/", OPEN_S)
-            out["pod_core"], out["pod_polls"] = open_page(proc, url, token, pod_path, OPEN_S)
+            out["idle_core"] = cores(proc, OPEN_S)
+            out["node_core"], out["node_polls"] = open_page(proc, url, token, key, "/ui/", OPEN_S)
+            out["pod_core"], out["pod_polls"] = open_page(proc, url, token, key, pod_path, OPEN_S)
             rss: list[tuple[float, float]] = []
-            out["memory_core"], _ = open_page(proc, url, token, "/ui/", MEMORY_S, rss)
+            out["memory_core"], _ = open_page(proc, url, token, key, "/ui/", MEMORY_S, rss)
             out["rss"] = rss
             sizes = Client(ports[1])
             out["bytes"] = {p: len(sizes.get(p)[1]) for p in ("/ui/api/node", "/ui/api/pods",
@@ -197,13 +201,31 @@ def _healthy(port: int) -> bool:
         return False
 
 
+STEPS = (("page first byte", "page's first byte"), ("page", "page received"), ("assets/ui.js", "script"),
+         ("ui:script", "script starts"), ("ui:data", "views parsed"), ("ui:table", "table drawn"),
+         ("ui:charts", "charts drawn"))
+
+
+def _steps(loads: list[dict[str, Any]]) -> str:
+    """The p50 end of each step the page's loads recorded (ui_load.mjs: requests and the page's marks)."""
+    parts = []
+    for key, label in STEPS:
+        ends = [load["steps"][key][1] for load in loads if key in load["steps"]]
+        if ends:
+            parts.append(f"{label} {statistics.median(ends):.0f}")
+    ready = statistics.median(load["ready"] for load in loads)
+    return ", ".join([*parts, f"first render with data {ready:.0f}"])
+
+
 def write(out: dict[str, Any]) -> str:
     def stats(path: str, key: str) -> str:
         values = [load[key] for load in out["loads"][path]]
         return f"{pct(values, 50):.0f} / {pct(values, 95):.0f} / {max(values):.0f}"
 
+    pages = (("node page /ui/ (110 pods)", "/ui/"), ("pod page", "/ui/pods/default/p000-benchnode"))
     rows = [f"| {name} | {stats(path, 'dcl')} | {stats(path, 'load')} | {stats(path, 'ready')} |"
-            for name, path in (("node page /ui/ (110 pods)", "/ui/"), ("pod page", "/ui/pods/default/p000-benchnode"))]
+            for name, path in pages]
+    steps = [f"{name}: {_steps(out['loads'][path])}" for name, path in pages]
     rss = out["rss"]
     growth, se = slope(rss) if len(rss) > 2 else (0.0, 0.0)
     ring_rows = [f"| {interval:g} s | {held:.2f} MiB | {per_add:.2f} ms |"
@@ -220,6 +242,11 @@ def write(out: dict[str, Any]) -> str:
         "| page | DOMContentLoaded | load event | first render with data |",
         "|---|---|---|---|",
         *rows,
+        "",
+        "Where a load's time goes (p50 ms from navigation start, when each step ended; the page's views "
+        "inline, its assets from the browser's cache by their versioned address):",
+        "",
+        *[f"- {line}" for line in steps],
         "",
         f"Agent CPU ({OPEN_S:.0f} s each): no page {out['idle_core'] * 100:.2f} % of a core; node page open "
         f"{out['node_core'] * 100:.2f} % ({out['node_polls']} polls); pod page open {out['pod_core'] * 100:.2f} % "

@@ -1,8 +1,9 @@
 // bench/ui_bench.py's browser: playwright-core (ui/node_modules) driving Debian's Chromium, one
-// browser. One JSON argument {mode, url, token, chromium, ui, paths, loads, seconds}:
+// browser. One JSON argument {mode, url, token, spki, chromium, ui, paths, loads, seconds}:
 //   mode "load": for each path, `loads` fresh page loads (a new page each, the HTTP cache kept as a
 //     browser keeps it); prints per load the milliseconds from navigation start to DOMContentLoaded,
-//     to the load event, and to the page's first render with data (body[data-ready]).
+//     to the load event, and to the page's first render with data (body[data-ready]), and when each
+//     request (the page, its assets, its views) started and ended.
 //   mode "open": opens paths[0], prints "OPEN" once it rendered, keeps it open (polling) for
 //     `seconds`, prints "CLOSED" and exits.
 import { createRequire } from "node:module";
@@ -11,8 +12,11 @@ import { join } from "node:path";
 const args = JSON.parse(process.argv[2]);
 const require = createRequire(join(args.ui, "package.json"));
 const { chromium } = require("playwright-core");
-const browser = await chromium.launch({ executablePath: args.chromium, args: ["--no-sandbox"], headless: true });
-const context = await browser.newContext({ ignoreHTTPSErrors: true, extraHTTPHeaders: { Authorization: `Bearer ${args.token}` } });
+// The node's serving certificate is trusted by its key (args.spki, as a browser told to trust the
+// node's CA would): a certificate error would keep Chromium from caching anything.
+const browser = await chromium.launch({ executablePath: args.chromium, headless: true,
+  args: ["--no-sandbox", `--ignore-certificate-errors-spki-list=${args.spki}`] });
+const context = await browser.newContext({ extraHTTPHeaders: { Authorization: `Bearer ${args.token}` } });
 try {
   if (args.mode === "load") {
     const out = {};
@@ -24,7 +28,14 @@ try {
         await page.waitForSelector("body[data-ready]");
         out[path].push(await page.evaluate(() => {
           const nav = performance.getEntriesByType("navigation")[0];
-          return { dcl: nav.domContentLoadedEventEnd, load: nav.loadEventEnd, ready: window.kubeletapiReadyAt };
+          // where the time goes: when each request started and ended (ms from navigation start)
+          const steps = { page: [nav.requestStart, nav.responseEnd], "page first byte": [nav.responseStart, nav.responseStart] };
+          for (const r of performance.getEntriesByType("resource")) {
+            const name = new URL(r.name).pathname.replace(/^.*\/ui\/(api\/)?/, "").replace(/^pods\/.*/, "pod");
+            steps[name] = [r.startTime, r.responseEnd, r.transferSize];
+          }
+          for (const m of performance.getEntriesByType("mark")) steps[m.name] = [m.startTime, m.startTime];
+          return { dcl: nav.domContentLoadedEventEnd, load: nav.loadEventEnd, ready: window.kubeletapiReadyAt, steps };
         }));
         await page.close();
       }

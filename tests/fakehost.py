@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import itertools
 import math
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -148,6 +149,9 @@ class FakeHost:
     stats_history: Callable[[], History] = field(default_factory=_history)
     node_status_view: Callable[[], Mapping[str, Any]] = lambda: EMPTY_NODE_VIEW
     pod_list: Callable[[], Mapping[str, Any]] = lambda: EMPTY_POD_LIST
+    pod_events: Callable[[str], Sequence[Mapping[str, Any]]] = lambda uid: ()
+    # A new number per call: as if the pods changed every time (the UI rebuilds its PodList per TTL).
+    pods_version: Callable[[], int] = field(default_factory=lambda: itertools.count().__next__)
     running_pods: Callable[[], Mapping[str, Any]] = lambda: EMPTY_POD_LIST
     manifests: Callable[[], Mapping[str, Any]] = lambda: {"items": []}
     node_logs: Callable[[str, Sequence[tuple[str, str]], str, Mapping[str, str]],

@@ -35,6 +35,7 @@ from kubeletapi.clock import Clock, RealClock
 from kubeletapi.config import KubeletConfiguration, NodeOptions, redacted
 from kubeletapi.config.featuregates import FeatureGates
 from kubeletapi.errors import KubeletError, NotSupported
+from kubeletapi.events.recent import KeptEvents, RecentEvents
 from kubeletapi.health import HealthCheck, LogFlushMonitor, PingCheck, SyncLoopCheck
 from kubeletapi.kubelet import streams
 from kubeletapi.kubelet.certificates import CertificateWiring
@@ -88,6 +89,8 @@ class Kubelet:
         self.pki: NodePKI | None = None
         self.listeners: dict[str, Listener] = {}
         self.pods: PodWiring | None = None
+        self.recent_events = RecentEvents(self.clock)  # each pod's last events, for the web UI
+        self._pods_version = 0  # bumped on every pod or status change (the web UI's PodList)
         self._security = SecurityWiring(self.cfg, opts, self.clock)
         self._tasks: list[asyncio.Task[None]] = []
         self._sync_entry = 0.0
@@ -155,6 +158,15 @@ class Kubelet:
 
     def pod_list(self) -> Mapping[str, Any]:
         return PodList(items=self._pods().manager.pods()).to_wire()
+
+    def _pods_changed(self) -> None:
+        self._pods_version += 1
+
+    def pods_version(self) -> int:
+        return self._pods_version
+
+    def pod_events(self, uid: str) -> Sequence[Mapping[str, Any]]:
+        return [event.view() for event in self.recent_events.for_pod(uid)]
 
     def running_pods(self) -> Mapping[str, Any]:
         return self._pods().queries.running_pods()
@@ -239,9 +251,15 @@ class Kubelet:
                 if self.certs.client is not None:
                     self._registries["metrics"].register(ClientCertificateCollector(self.certs.client))
             api_sources = [("api", self.cluster.pod_source)] if self.cluster is not None else []
+            # Pod events are kept for the web UI, then posted when there is an API server.
+            kept = KeptEvents(self.recent_events, self.cluster.events if self.cluster is not None else None)
             self.pods = PodWiring(self.cfg, self.opts, self.node_name, str(self.node_ips[0]), self.clock, metrics,
                                   api_sources, api=self.cluster.readers if self.cluster is not None else None,
-                                  events=self.cluster.events if self.cluster is not None else None)
+                                  events=kept)
+            manager = self.pods.manager
+            manager.subscribe(lambda: self.recent_events.forget(manager.known))
+            manager.subscribe(self._pods_changed)
+            self.pods.statuses.subscribe(self._pods_changed)
             self.pods.memory.observe(MemoryManagerMetrics(self._registries["metrics"]))
             self._registries["metrics"].register(LogUsageCollector(self.pods.inventory.log_dirs))
             self._registries["metrics"].register(VolumeCountsCollector(self.pods.volumes.counts))
@@ -252,7 +270,7 @@ class Kubelet:
             self.gc = GCWiring(self.cfg, self.opts, self.clock, self.pods, self.stats, self._registries["metrics"],
                                self.cluster.events if self.cluster is not None else None)
             self.eviction = EvictionWiring(self.cfg, self.pods.manager, self.stats.housekeeper, self.clock,
-                                           events=self.cluster.events if self.cluster is not None else None,
+                                           events=kept,
                                            reclaimers=[self.gc.reclaim])
             self._registries["metrics"].register(self.eviction.metrics)
             if self.cluster is not None:

@@ -62,6 +62,17 @@ class Host(Protocol):
         """The v1 PodList of every pod the node manages, with status (wire form)."""
         ...
 
+    def pods_version(self) -> int:
+        """A number that changes whenever pod_list() may answer differently (a pod added, removed
+        or updated, a status changed): the web UI rebuilds its PodList only then."""
+        ...
+
+    def pod_events(self, uid: str) -> Sequence[Mapping[str, Any]]:
+        """The pod's recent events as the agent recorded them (events/recent.py), the one seen last
+        first: {"type", "reason", "message", "object" (a container's fieldPath, or ""), "count",
+        "firstTimestamp", "lastTimestamp"}."""
+        ...
+
     def running_pods(self) -> Mapping[str, Any]:
         """The v1 PodList of pods as the runtime sees them (metadata and running containers)."""
         ...

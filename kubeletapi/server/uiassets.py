@@ -1,5 +1,8 @@
 """The web UI's built files, served from memory: read once (again when the file changes), with a
-strong ETag, so a page load revalidates each with a 304 and nothing is read from disk per request."""
+strong ETag, so a revalidation costs a 304 and nothing is read from disk per request. The page
+names each asset with its version (`ui.js?v=<version>`, the ETag's hash): asked for by its
+current version, an asset may be kept a year without asking again (a new build is a new address),
+so a page load sends no request for its script and style sheet."""
 
 from __future__ import annotations
 
@@ -13,6 +16,8 @@ from starlette.responses import Response
 
 # Revalidated on every load: a new build shows at once, an unchanged file costs a 304.
 CACHE_CONTROL = "no-cache"
+# Asked for by its current version (?v=): that address never changes its body.
+CACHE_VERSIONED = "public, max-age=31536000, immutable"
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,16 @@ class Assets:
     def exists(self, name: str) -> bool:
         return (self.root / name).is_file()
 
+    def body(self, name: str) -> bytes | None:
+        """The file's bytes (None when there is no such file)."""
+        loaded = self._load(name)
+        return loaded.body if loaded is not None else None
+
+    def version(self, name: str) -> str:
+        """The file's version for its address (`?v=`): the hash in its ETag ("" when missing)."""
+        loaded = self._load(name)
+        return loaded.etag.strip('"')[:16] if loaded is not None else ""
+
     def _load(self, name: str) -> _File | None:
         path = self.root / name
         try:
@@ -54,7 +69,8 @@ class Assets:
         loaded = self._load(name)
         if loaded is None:
             return None
-        headers = {"ETag": loaded.etag, "Cache-Control": CACHE_CONTROL}
+        versioned = request.query_params.get("v") == loaded.etag.strip('"')[:16]
+        headers = {"ETag": loaded.etag, "Cache-Control": CACHE_VERSIONED if versioned else CACHE_CONTROL}
         if loaded.etag in {tag.strip() for tag in request.headers.get("if-none-match", "").split(",")}:
             return Response(status_code=304, headers=headers)
         return Response(loaded.body, media_type=media_type, headers=headers)

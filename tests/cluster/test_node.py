@@ -3,6 +3,7 @@ NotReady when the agent stops and Ready again when it returns."""
 
 from __future__ import annotations
 
+import json
 import ssl
 import time
 from pathlib import Path
@@ -85,6 +86,9 @@ def test_the_apiserver_reaches_the_node(node: Node, control_plane: ControlPlane)
     assert healthz.stdout == "ok"
     summary = control_plane.kubectl("get", "--raw", f"/api/v1/nodes/{node.name}/proxy/stats/summary")
     assert f'"nodeName": "{node.name}"' in summary.stdout
+    # The web UI's views through the same path (authorized as nodes/ui, then nodes/proxy).
+    view = json.loads(control_plane.kubectl("get", "--raw", f"/api/v1/nodes/{node.name}/proxy/ui/api/node").stdout)
+    assert view["node"] == node.name and view["logs"] is True
 
 
 @pytest.mark.node_args("--authorization-webhook-cache-unauthorized-ttl", "2s")

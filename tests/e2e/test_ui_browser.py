@@ -5,7 +5,9 @@ against a running agent with a pod printing a line a second and a crash-looping 
 Checked: the charts have points and ink on their canvas; the pods table's CPU and memory equal
 /stats/summary's and its restarts /pods' in the same housekeeping cycle; the crash-looper shows its
 restarts; filtering and sorting (by keyboard) work; the pod page's logs tail, follow (new lines
-arrive) and search; an unknown pod is a 404 page; the read-only port shows no logs; accessibility
+arrive) and search; the crash-looper's events (BackOff); a container that has not run says "no
+samples yet"; the pages work under /api/v1/nodes/<node>/proxy/ui/ (views, logs, links); an unknown
+pod is a 404 page; the read-only port shows no logs; accessibility
 basics: every input labelled, text contrast >= 4.5:1, Tab reaches the filter and a link opens by
 Enter. Screenshots of each page: <pytest's tmp_path>/screenshots/*.png (printed by the test).
 """
@@ -36,6 +38,8 @@ RUNNER = manifest("runner", container("main", ["sh", "-c", TICKS], """
       limits: {memory: 64Mi}
 """))
 CRASHER = manifest("crasher", container("crash", ["sh", "-c", "echo boom; exit 3"]))
+WAITER = manifest("waiter", container("main", ["sh", "-c", "sleep 3600"]),
+                  init=container("wait", ["sh", "-c", "sleep 3600"]))
 
 
 def browse(agent: Agent, out: Path) -> dict[str, Any]:
@@ -45,7 +49,7 @@ def browse(agent: Agent, out: Path) -> dict[str, Any]:
     assert Path(CHROMIUM).exists(), "Debian's chromium is not installed: make deb (as root)"
     args = {"secure": agent.url().rstrip("/"), "readOnly": agent.url("read-only").rstrip("/"), "token": agent.token(),
             "chromium": CHROMIUM, "out": str(out), "ui": str(UI), "runner": "runner-testnode",
-            "crasher": "crasher-testnode"}
+            "crasher": "crasher-testnode", "waiter": "waiter-testnode", "node": "testnode"}
     result = subprocess.run([node, str(SCRIPT), json.dumps(args)], capture_output=True, text=True, timeout=90,
                             check=False)
     assert result.returncode == 0, f"the browser script failed:\n{result.stderr}"
@@ -61,6 +65,7 @@ def test_the_ui_in_a_browser(start_agent: Callable[..., Agent], tmp_path: Path) 
     agent = start_agent("--housekeeping-interval", "1s", "--file-check-frequency", "1s", manifests=True)
     write(tmp_path / "manifests", "runner.yaml", RUNNER)
     write(tmp_path / "manifests", "crasher.yaml", CRASHER)
+    write(tmp_path / "manifests", "waiter.yaml", WAITER)
     wait_for(lambda: running(agent, "runner"), what="runner running")
     out = tmp_path / "screenshots"
     out.mkdir()
@@ -86,7 +91,7 @@ def test_the_ui_in_a_browser(start_agent: Callable[..., Agent], tmp_path: Path) 
     assert rows["default/crasher-testnode"]["cpu"] == ""  # not in the summary: no running container
 
     # Filter, sort by keyboard, a link by keyboard.
-    assert seen["filtered"] == ["default/crasher-testnode"] and seen["unfiltered"] == 2
+    assert seen["filtered"] == ["default/crasher-testnode"] and seen["unfiltered"] == 3  # runner, crasher, waiter
     assert seen["sortedByRestartsDesc"][0][0] == "default/crasher-testnode" and seen["sortAttr"] == "descending"
     assert seen["firstTab"] == "Skip to content" and seen["filterReachedByTab"]
 
@@ -98,6 +103,22 @@ def test_the_ui_in_a_browser(start_agent: Callable[..., Agent], tmp_path: Path) 
 
     # The crash-looper's page, with its container's logs selected; the 404 page; the read-only port.
     assert int(seen["crasher"]["restartsCard"]) >= 1 and seen["crasher"]["selected"] == "crash"
+    # Its events: [type, reason, object, message, count, first seen, last seen], the last seen first.
+    events = {row[1]: row for row in seen["crasher"]["events"]}
+    assert events["BackOff"][:3] == ["Warning", "BackOff", "crash"]
+    assert events["BackOff"][3].startswith("Back-off restarting failed container crash in pod crasher-testnode_")
+    assert int(events["Started"][4]) >= 2
+
+    # No sample yet: the waiting container's charts say so, and are no charts.
+    empty = {key: (text, canvases) for key, text, canvases in seen["waiter"]["empty"]}
+    assert empty["container-main-cpu"] == empty["container-main-memory"] == ("no samples yet", 0)
+    assert "container-main-cpu" not in seen["waiter"]["charts"]
+
+    # Under the API server's node proxy path: the views refresh, the logs come, links stay below it.
+    proxied = seen["proxied"]
+    assert proxied["back"].endswith("/api/v1/nodes/testnode/proxy/ui/") and proxied["logs"][:1] == ["boom"]
+    assert proxied["events"] >= 2 and proxied["node"]["rows"] == 3
+    assert proxied["node"]["url"].endswith("/api/v1/nodes/testnode/proxy/ui/")
     assert seen["notFound"]["status"] == 404
     assert 'pod "nope" in namespace "default" does not exist on this node' in seen["notFound"]["text"]
     assert "secure port only" in seen["readOnly"]["logsText"] and seen["readOnly"]["logInputs"] == 0
@@ -106,4 +127,5 @@ def test_the_ui_in_a_browser(start_agent: Callable[..., Agent], tmp_path: Path) 
     for page in ("a11y", "podA11y"):
         assert seen[page] == {"unlabelled": [], "contrast": []}, page
     assert sorted(Path(p).name for p in seen["screenshots"]) == sorted(
-        ["node.png", "node-filtered.png", "pod-runner.png", "pod-crasher.png", "not-found.png", "read-only-pod.png"])
+        ["node.png", "node-filtered.png", "pod-runner.png", "pod-crasher.png", "pod-waiter.png", "not-found.png",
+         "read-only-pod.png"])

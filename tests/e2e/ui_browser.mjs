@@ -1,7 +1,7 @@
 // The web UI in a real browser: playwright-core (ui/node_modules, npm ci) drives Debian's Chromium
 // (no browser download) against a running agent, in ONE browser session. Run by
 // tests/e2e/test_ui_browser.py with one JSON argument:
-//   {secure, readOnly, token, chromium, out, runner, crasher}
+//   {secure, readOnly, token, chromium, out, node, runner, crasher, waiter}
 // It performs the page actions and prints one JSON object of what it observed (the test asserts on
 // it); screenshots go to `out`. A step that cannot run at all throws (exit 1, the error on stderr).
 import { createRequire } from "node:module";
@@ -138,8 +138,28 @@ try {
   await page.waitForSelector("body[data-ready]");
   observed.crasher = { restartsCard: await page.textContent("#card-restarts .value"),
     state: await page.textContent('tr[data-container="crash"] td:nth-child(3)'),
-    selected: await page.inputValue("#log-container") };
+    selected: await page.inputValue("#log-container"),
+    events: await page.$$eval("#events tbody tr", (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent))) };
   await shot(page, "pod-crasher");
+  // A pod whose container has not run yet (its init container sleeps): "no samples yet", no frame.
+  await page.goto(`${args.secure}/ui/pods/default/${args.waiter}`);
+  await page.waitForSelector("body[data-ready]");
+  observed.waiter = await page.evaluate(() => ({
+    empty: [...document.querySelectorAll("figure[data-empty]")].map((f) => [f.dataset.chart, f.querySelector("p").textContent,
+      f.querySelectorAll("canvas").length]),
+    charts: Object.keys(window.kubeletapiCharts) }));
+  await shot(page, "pod-waiter");
+  // The same pages under the API server's node proxy path: assets, views, logs and links stay below it.
+  const proxied = `${args.secure}/api/v1/nodes/${args.node}/proxy/ui/`;
+  await page.goto(`${proxied}pods/default/${args.crasher}`);
+  await page.waitForSelector("body[data-ready]");
+  await page.evaluate(() => window.kubeletapiRefresh()); // the views, fetched relative to the root
+  await page.waitForFunction(() => document.querySelectorAll("#log-output .log-line").length > 0, null, { timeout: 10000 });
+  observed.proxied = { back: await page.$eval("main a", (a) => a.href), logs: await page.$$eval("#log-output .log-line",
+    (l) => l.map((x) => x.textContent)), events: await page.$$eval("#events tbody tr", (trs) => trs.length) };
+  await page.click("main a"); // back to the node page, still under the proxy path
+  await page.waitForSelector("body[data-ready]");
+  observed.proxied.node = { url: page.url(), rows: (await rows(page)).length };
   const missing = await page.goto(`${args.secure}/ui/pods/default/nope`);
   observed.notFound = { status: missing.status(), text: await page.textContent("main") };
   await shot(page, "not-found");

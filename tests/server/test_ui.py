@@ -9,14 +9,17 @@ against /stats/summary and /pods of the same housekeeping cycle.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
 import httpx
 import pytest
 
 from kubeletapi.cli import configuration
+from kubeletapi.server import uipage
 from kubeletapi.server.routes import ui
 from kubeletapi.server.uiassets import Assets
 from kubeletapi.stats.history import History
@@ -48,11 +51,17 @@ NODE_VIEW = {"capacity": {"cpu": "2", "memory": "4Gi"}, "allocatable": {"cpu": "
                              "message": "kubelet has sufficient memory available", "lastHeartbeatTime": "x"}]}
 
 
+BACK_OFF = {"type": "Warning", "reason": "BackOff", "object": "spec.containers{c0}", "count": 4,
+            "message": "Back-off restarting failed container c0 in pod crasher_default(uid-9)",
+            "firstTimestamp": "2026-11-26T10:00:10Z", "lastTimestamp": "2026-11-26T10:01:40Z"}
+
+
 def ui_host() -> FakeHost:
     history = History(10.0)
     history.add(1, 100.0, summary(rx=0))
     history.add(2, 110.0, summary(rx=5000, cpu=3_000_000), (0.5, 0.25, 0.125))
-    return FakeHost(stats_history=lambda: history, pod_list=lambda: POD_LIST, node_status_view=lambda: NODE_VIEW)
+    return FakeHost(stats_history=lambda: history, pod_list=lambda: POD_LIST, node_status_view=lambda: NODE_VIEW,
+                    pod_events=lambda uid: [BACK_OFF] if uid == "uid-9" else [])
 
 
 @pytest.fixture(scope="module")
@@ -98,21 +107,32 @@ def test_pod_view_containers_and_series(node: FakeNode) -> None:
                                              "initialDelaySeconds": 0}
     assert c0["probes"]["readinessProbe"] is None
     assert c0["series"]["memory"] == [5 * Mi, 5 * Mi] and c0["cpu"] == 0.0015
+    assert (view["node"], view["logs"], view["time"], view["events"]) == ("testnode", True, 110.0, [])
 
 
-@pytest.mark.parametrize(("path", "message"), [
-    ("/ui/pods/default/nope", 'pod "nope" in namespace "default" does not exist on this node'),
-    ("/ui/pods/other/web", 'pod "web" in namespace "other" does not exist on this node'),
-    ("/ui/pods/default/web/nope", 'container "nope" is not in pod "default/web"'),
+def test_pod_view_events_of_a_crash_looper(node: FakeNode) -> None:
+    with node.admin() as client:
+        view = client.get(node.url(path="/ui/api/pods/default/crasher")).json()
+    assert view["events"] == [BACK_OFF]
+    # Not in the summary: no series, so the page says "no samples yet" rather than drawing frames.
+    assert view["series"] is None and all(c["series"] is None for c in view["containers"])
+
+
+@pytest.mark.parametrize(("path", "message", "back"), [
+    ("/ui/pods/default/nope", 'pod "nope" in namespace "default" does not exist on this node', "../../"),
+    ("/ui/pods/other/web", 'pod "web" in namespace "other" does not exist on this node', "../../"),
+    ("/ui/pods/default/web/nope", 'container "nope" is not in pod "default/web"', "../../../"),
 ])
-def test_unknown_pod_or_container_is_a_404_page(node: FakeNode, path: str, message: str) -> None:
+def test_unknown_pod_or_container_is_a_404_page(node: FakeNode, path: str, message: str, back: str) -> None:
     for listener in ("secure", "read-only"):
         with node.admin() as client:
             response = client.get(node.url(listener, path))
         assert response.status_code == 404
         assert response.headers["content-type"] == "text/html; charset=utf-8"
         assert f'<p role="alert">{message.replace(chr(34), "&quot;")}</p>' in response.text
-        assert '<a href="/ui/">Back to the node</a>' in response.text
+        # The way back is relative (the page may be under /api/v1/nodes/<node>/proxy/): it leads to /ui/.
+        assert f'<a href="{back}">Back to the node</a>' in response.text
+        assert urljoin(path, back) == "/ui/"
 
 
 def test_unknown_pod_json_is_a_404_status(node: FakeNode) -> None:
@@ -153,6 +173,68 @@ def test_pages_and_assets(node: FakeNode, tmp_path: Path, monkeypatch: pytest.Mo
             assert client.get(node.url(path=f"/ui/assets/{name}")).status_code == 404, name
         bare = client.get(node.url(path="/ui"))
     assert (bare.status_code, bare.headers["location"]) == (301, "/ui/")
+
+
+def _built(tmp_path: Path) -> Assets:
+    """The page as ui/build.mjs writes it (its source: the same blanks), with stand-in assets."""
+    (tmp_path / "index.html").write_bytes((Path(__file__).resolve().parents[2] / "ui/src/index.html").read_bytes())
+    (tmp_path / "ui.js").write_text("1;")
+    (tmp_path / "ui.css").write_text("body{}")
+    return Assets(tmp_path)
+
+
+def _inlined(page: str) -> dict[str, Any]:
+    tag = '<script id="ui-data" type="application/json">'
+    start = page.index(tag) + len(tag)
+    data: dict[str, Any] = json.loads(page[start:page.index("</script>", start)])
+    return data
+
+
+def test_pages_carry_their_first_views_inline(node: FakeNode, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ui, "ASSETS", _built(tmp_path))
+    with node.admin() as client:
+        page = client.get(node.url(path="/ui/")).text
+        views = client.get(node.url(path="/ui/api/node")).json(), client.get(node.url(path="/ui/api/pods")).json()
+        pod_page = client.get(node.url(path="/ui/pods/default/crasher/c0")).text
+        pod_view = client.get(node.url(path="/ui/api/pods/default/crasher")).json()
+    assert _inlined(page) == {"node": views[0], "pods": views[1]}
+    assert _inlined(pod_page) == {"pod": pod_view} and pod_view["events"] == [BACK_OFF]
+    assert "@" not in page.replace("@data@", "")  # every blank filled in
+
+
+def test_inlined_json_cannot_end_its_script() -> None:
+    text = uipage.inline_json({"message": "</script><script>alert(1)</script><!--"})
+    assert "<" not in text and json.loads(text) == {"message": "</script><script>alert(1)</script><!--"}
+
+
+@pytest.mark.parametrize("mount", ["", "/api/v1/nodes/testnode/proxy"])
+def test_every_address_of_a_page_is_relative(node: FakeNode, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             mount: str) -> None:
+    """Under the API server's node proxy path the pages, their assets, views, links and logs resolve
+    below the same prefix: nothing in them names /ui/ absolutely."""
+    monkeypatch.setattr(ui, "ASSETS", _built(tmp_path))
+    with node.admin() as client:
+        for path in ("/ui/", "/ui/pods/default/web", "/ui/pods/default/web/c1", "/ui/pods/default/nope"):
+            address = node.url(path=mount + path)
+            page = client.get(address)
+            assert page.status_code == (404 if "nope" in path else 200), path
+            refs = re.findall(r'(?:href|src|data-base)="([^"#][^"]*)"', page.text)
+            assert refs and not [r for r in refs if r.startswith("/") or "//" in r], (path, refs)
+            for ref in refs:
+                if ref.startswith("data:"):
+                    continue
+                assert urljoin(address, ref).startswith(node.url(path=mount + "/ui/")), (path, ref)
+                assert client.get(urljoin(address, ref)).status_code == 200, (path, ref)
+            if "nope" in path:
+                continue
+            # What the script asks, relative to the UI's root (<html data-base>): the views, a pod's
+            # page, its container's logs beside /ui/.
+            root = urljoin(address, re.search(r'data-base="([^"]+)"', page.text)[1])  # type: ignore[index]
+            assert root == node.url(path=mount + "/ui/")
+            for ref in ("api/node", "api/pods", "api/pods/default/web", "pods/default/crasher"):
+                assert client.get(urljoin(root, ref)).status_code == 200, (path, ref)
+            logs = client.get(urljoin(root, "../containerLogs/default/web/c0?tailLines=1"))
+            assert (logs.status_code, logs.text) == (404, 'pod "web" does not exist')  # the logs handler's answer
 
 
 def test_secure_port_authorizes_nodes_ui(start_node: Callable[..., FakeNode], tmp_path: Path) -> None:
@@ -224,6 +306,18 @@ def test_agent_pods_view_matches_summary_and_pods(start_agent: Callable[..., Age
     assert [c["type"] for c in node["conditions"]] == ["MemoryPressure", "DiskPressure", "PIDPressure", "Ready"]
     assert node["pods"] == 2
 
+    # The crash-looper's events, kept by the agent (standalone: none posted anywhere).
+    def back_off() -> list[dict[str, Any]] | None:
+        events = httpx.get(agent.url("read-only", "/ui/api/pods/default/crasher-testnode"), timeout=10).json()["events"]
+        return events if any(e["reason"] == "BackOff" for e in events) else None
+
+    events = {e["reason"]: e for e in wait_for(back_off, timeout=30, what="a BackOff event of crasher")}
+    assert events["BackOff"]["message"].startswith(
+        "Back-off restarting failed container crash in pod crasher-testnode_default(")
+    assert events["BackOff"]["type"] == "Warning" and events["BackOff"]["object"] == "spec.containers{crash}"
+    assert events["Started"]["count"] >= 2 and events["Started"]["message"] == "Started container crash"
+    assert events["Started"]["firstTimestamp"] <= events["Started"]["lastTimestamp"]
+
 
 def test_views_share_one_pod_list_for_a_quarter_second() -> None:
     now = [100.0]
@@ -238,6 +332,26 @@ def test_views_share_one_pod_list_for_a_quarter_second() -> None:
     assert shared.get(host)["n"] == 1 and shared.get(host)["n"] == 1  # fetched together: one build
     now[0] += ui.TTL_S
     assert shared.get(host)["n"] == 2
+
+
+def test_unchanged_pods_are_not_built_again() -> None:
+    now = [100.0]
+    version = [7]
+    built: list[int] = []
+
+    def pod_list() -> dict[str, Any]:
+        built.append(1)
+        return {"items": [], "n": len(built)}
+
+    shared = ui.SharedPodList(lambda: now[0])
+    host = FakeHost(pod_list=pod_list, pods_version=lambda: version[0])
+    assert shared.get(host)["n"] == 1
+    now[0] += 5 * ui.TTL_S
+    assert shared.get(host)["n"] == 1  # no pod or status changed: the same PodList
+    version[0] += 1
+    assert shared.get(host)["n"] == 2  # a change: built again
+    now[0] += ui.MAX_AGE_S
+    assert shared.get(host)["n"] == 3  # unchanged, but as old as allowed
 
 
 def test_ui_port_serves_the_ui_alone(start_agent: Callable[..., Agent]) -> None:

@@ -1,13 +1,20 @@
 // kubeletapi web UI: the node overview with the pods table (/ui/), a pod's page
 // (/ui/pods/<namespace>/<pod>[/<container>]). No framework: DOM, fetch and uPlot.
-// Polls the JSON views every POLL_MS while the tab is visible; charts are updated in place.
+// The first render draws the views the server inlined in the page (#ui-data); then the page polls
+// the JSON views every POLL_MS while the tab is visible; charts are updated in place. Every address
+// is relative to the UI's root (<html data-base>, "./" or "../../"), so the pages work wherever
+// /ui/ is mounted (the node's /ui/, the API server's /api/v1/nodes/<node>/proxy/ui/).
 (() => {
   "use strict";
+  performance.mark("ui:script"); // the marks say where a load's time goes (bench/ui_bench.py reads them)
   const POLL_MS = 5000;
   const LOG_LINES_MAX = 5000;
   const charts = {};
   window.kubeletapiCharts = charts; // read by the browser test: every chart and its data
   const main = document.getElementById("main");
+  const ROOT = new URL(document.documentElement.dataset.base || "./", location.href);
+  const url = (path) => new URL(path, ROOT).href; // a path below the UI's root
+  const up = (path) => new URL(`../${path}`, ROOT).href; // a path of the kubelet API beside /ui/
   let timer = null;
 
   // --- formatting ------------------------------------------------------------------------------
@@ -46,7 +53,7 @@
 
   // --- data ------------------------------------------------------------------------------------
   async function getJSON(path) {
-    const response = await fetch(path, { headers: { Accept: "application/json" } });
+    const response = await fetch(url(path), { headers: { Accept: "application/json" } });
     if (!response.ok) throw new Error(`${path}: ${response.status} ${await response.text()}`);
     return response.json();
   }
@@ -56,10 +63,17 @@
 
   // --- charts ----------------------------------------------------------------------------------
   const COLORS = ["#0a4fb8", "#b35900", "#116329", "#8250df", "#a40e26", "#4b5563"];
-  function chart(key, parent, title, labels, format, data) {
+  // One layout for all the charts of a box (asking each figure's width would lay the page out again
+  // per chart, the 110-row table with it).
+  function chartWidth(parent) {
+    // style.css: .charts columns of at least 420px, 15px apart; a figure's border 1px, padding 6px.
+    const box = parent.clientWidth || 600;
+    const columns = Math.max(1, Math.floor((box + 15) / (420 + 15)));
+    return Math.max(300, Math.floor((box - 15 * (columns - 1)) / columns) - 2 - 12);
+  }
+  function chart(key, parent, title, labels, format, data, width) {
     const figure = el("figure", { class: "chart", "data-chart": key }, el("figcaption", { text: title }));
     parent.append(figure);
-    const width = Math.max(300, figure.clientWidth - 12);
     const opts = {
       width, height: 180,
       series: [{}, ...labels.map((label, i) => ({
@@ -74,10 +88,33 @@
     charts[key] = new uPlot(opts, data, figure);
     return charts[key];
   }
-  function update(key, data) { if (charts[key]) charts[key].setData(data); }
+  // A chart with no sample yet (a pod just started, a crash-looper between runs) is a caption and
+  // "no samples yet", not an empty frame; it becomes a chart once a poll brings a sample.
+  const pending = {};
+  const sampled = (data) => data[1].some((v) => v !== null && v !== undefined);
+  function chartOrEmpty(key, parent, title, labels, format, data, width) {
+    if (sampled(data)) return chart(key, parent, title, labels, format, data, width);
+    const figure = el("figure", { class: "chart chart-empty", "data-chart": key, "data-empty": "true" },
+      el("figcaption", { text: title }), el("p", { class: "muted", text: "no samples yet" }));
+    parent.append(figure);
+    pending[key] = { figure, args: [title, labels, format, width] };
+    return null;
+  }
+  function update(key, data) {
+    if (charts[key]) charts[key].setData(data);
+    else if (pending[key] && sampled(data)) {
+      const { figure, args: [title, labels, format, width] } = pending[key];
+      delete pending[key];
+      const box = el("div");
+      figure.replaceWith(box);
+      chart(key, box, title, labels, format, data, width);
+      box.replaceWith(box.firstChild);
+    }
+  }
   const flat = (t, v) => t.map(() => (v === null || v === undefined ? null : v));
   function clearCharts() {
     for (const key of Object.keys(charts)) { charts[key].destroy(); delete charts[key]; }
+    for (const key of Object.keys(pending)) delete pending[key];
   }
 
   // --- node page -------------------------------------------------------------------------------
@@ -119,6 +156,8 @@
       return el("li", { title: c.message || "" }, el("span", { class: healthy ? "good" : "bad", text: `${c.type}: ${c.status}` }));
     }));
   }
+  const ESC = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+  const esc = (v) => String(v).replace(/[&<>"']/g, (c) => ESC[c]);
   function podsTable() {
     const head = el("tr", {}, COLUMNS.map(([key, label, num]) => el("th", {
       scope: "col", class: num ? "num" : null,
@@ -148,21 +187,22 @@
       if (x > y) return dir;
       return a.name < b.name ? -1 : 1;
     });
-    body.replaceChildren(...shown.map((p) => el("tr", { "data-pod": `${p.namespace}/${p.name}` },
-      el("td", { text: p.namespace }),
-      el("td", {}, el("a", { href: `/ui/pods/${encodeURIComponent(p.namespace)}/${encodeURIComponent(p.name)}`, text: p.name })),
-      el("td", { class: p.phase === "Failed" ? "bad" : null, text: p.phase + (p.reason ? ` (${p.reason})` : "") }),
-      el("td", { text: `${p.ready}/${p.containers}` }),
-      el("td", { class: p.restarts > 0 ? "num warn" : "num", text: String(p.restarts) }),
-      el("td", { class: "num", "data-value": p.cpu ?? "", text: coresText(p.cpu) }),
-      el("td", { class: "num", "data-value": p.memory ?? "", text: bytes(p.memory) }),
-      el("td", { class: "num", text: age(p.startTime) }),
-      el("td", { text: p.qos }))));
+    // One string, parsed once: 110 rows built node by node cost several times more.
+    body.innerHTML = shown.map((p) => `<tr data-pod="${esc(`${p.namespace}/${p.name}`)}">`
+      + `<td>${esc(p.namespace)}</td>`
+      + `<td><a href="${esc(url(`pods/${encodeURIComponent(p.namespace)}/${encodeURIComponent(p.name)}`))}">${esc(p.name)}</a></td>`
+      + `<td${p.phase === "Failed" ? ' class="bad"' : ""}>${esc(p.phase + (p.reason ? ` (${p.reason})` : ""))}</td>`
+      + `<td>${p.ready}/${p.containers}</td>`
+      + `<td class="${p.restarts > 0 ? "num warn" : "num"}">${p.restarts}</td>`
+      + `<td class="num" data-value="${esc(p.cpu ?? "")}">${esc(coresText(p.cpu))}</td>`
+      + `<td class="num" data-value="${esc(p.memory ?? "")}">${esc(bytes(p.memory))}</td>`
+      + `<td class="num">${esc(age(p.startTime))}</td>`
+      + `<td>${esc(p.qos)}</td></tr>`).join("");
     document.getElementById("pods-count").textContent = `${shown.length} of ${pods.length} pods`;
   }
 
-  async function nodePage() {
-    const [n, table] = await Promise.all([getJSON("/ui/api/node"), getJSON("/ui/api/pods")]);
+  async function nodePage(inline) {
+    const [n, table] = inline ? [inline.node, inline.pods] : await Promise.all([getJSON("api/node"), getJSON("api/pods")]);
     document.title = `${n.node} – kubeletapi`;
     document.getElementById("node-name").textContent = n.node;
     pods = table.pods;
@@ -178,14 +218,17 @@
         el("span", { id: "pods-count", class: "muted", "aria-live": "polite" })),
       podsTable());
     renderRows();
+    performance.mark("ui:table");
     const d = nodeData(n);
-    chart("node-cpu", chartsBox, "CPU (cores)", ["in use", "capacity", "allocatable"], coresText, d.cpu);
-    chart("node-memory", chartsBox, "Memory working set", ["working set", "capacity", "allocatable"], bytes, d.memory);
-    chart("node-network", chartsBox, "Network", ["receive", "transmit"], rate, d.network);
-    chart("node-fs", chartsBox, "Filesystems used", ["nodefs", "imagefs"], bytes, d.fs);
+    const width = chartWidth(chartsBox);
+    chartOrEmpty("node-cpu", chartsBox, "CPU (cores)", ["in use", "capacity", "allocatable"], coresText, d.cpu, width);
+    chartOrEmpty("node-memory", chartsBox, "Memory working set", ["working set", "capacity", "allocatable"], bytes, d.memory, width);
+    chartOrEmpty("node-network", chartsBox, "Network", ["receive", "transmit"], rate, d.network, width);
+    chartOrEmpty("node-fs", chartsBox, "Filesystems used", ["nodefs", "imagefs"], bytes, d.fs, width);
+    performance.mark("ui:charts");
     stamp(n.time);
     return async () => {
-      const [fresh, freshTable] = await Promise.all([getJSON("/ui/api/node"), getJSON("/ui/api/pods")]);
+      const [fresh, freshTable] = await Promise.all([getJSON("api/node"), getJSON("api/pods")]);
       document.getElementById("node-cards").replaceWith(nodeCards(fresh));
       document.getElementById("conditions").replaceWith(conditionList(fresh.conditions));
       const data = nodeData(fresh);
@@ -227,19 +270,34 @@
       memory: [s.t, s.memory, flat(s.t, c.requests.memory), flat(s.t, c.limits.memory)],
     };
   }
+  // Events: the agent's record of the pod's recent events (reason, type, message, count, first and
+  // last time), the one seen last first. A container's events name it (its fieldPath's name).
+  const objectName = (path) => { const m = /\{(.*)\}$/.exec(path || ""); return m ? m[1] : path ? path : "pod"; };
+  const since = (wire) => age(Date.parse(wire) / 1000);
+  function eventsBlock(events) {
+    if (!events || !events.length) return el("p", { class: "muted", id: "events" }, "No events.");
+    const head = el("tr", {}, ["Type", "Reason", "Object", "Message", "Count", "First seen", "Last seen"]
+      .map((h, i) => el("th", { scope: "col", class: i >= 4 ? "num" : null, text: h })));
+    return el("table", { id: "events" }, el("thead", {}, head), el("tbody", {}, events.map((e) => el("tr", { "data-reason": e.reason },
+      el("td", { class: e.type === "Warning" ? "warn" : null, text: e.type }), el("td", { text: e.reason }),
+      el("td", { text: objectName(e.object) }), el("td", { class: "message", text: e.message }),
+      el("td", { class: "num", text: String(e.count) }),
+      el("td", { class: "num", title: e.firstTimestamp, text: since(e.firstTimestamp) }),
+      el("td", { class: "num", title: e.lastTimestamp, text: since(e.lastTimestamp) })))));
+  }
   const podNetwork = (v) => { const s = v.series || { t: [], rx: [], tx: [] }; return [s.t, s.rx, s.tx]; };
 
-  async function podPage(namespace, name, selected) {
-    const base = `/ui/api/pods/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`;
-    const [view, n] = await Promise.all([getJSON(base), getJSON("/ui/api/node")]);
+  async function podPage(namespace, name, selected, inline) {
+    const base = `api/pods/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`;
+    const view = inline ? inline.pod : await getJSON(base);
     document.title = `${namespace}/${name} – kubeletapi`;
-    document.getElementById("node-name").textContent = n.node;
+    document.getElementById("node-name").textContent = view.node;
     const p = view.pod;
     const chartsBox = el("div", { class: "charts" });
     const head = el("tr", {}, ["Container", "Image", "State", "Ready", "Restarts", "CPU (cores)", "Memory", "Probes"]
       .map((h, i) => el("th", { scope: "col", class: i >= 4 && i <= 6 ? "num" : null, text: h })));
     main.replaceChildren(
-      el("p", {}, el("a", { href: "/ui/", text: "← Node" })),
+      el("p", {}, el("a", { href: url("./"), text: "← Node" })),
       el("h1", { text: `Pod ${namespace}/${name}` }),
       el("div", { class: "cards", id: "pod-cards" }, podCards(view)),
       el("h2", { text: "Conditions" }),
@@ -247,19 +305,23 @@
         el("span", { class: c.status === "True" ? "good" : "warn", text: `${c.type}: ${c.status}` })))),
       el("h2", { text: "Containers" }),
       el("table", { id: "containers-table" }, el("thead", {}, head), containerRows(view.containers)),
+      el("h2", { text: "Events" }), eventsBlock(view.events),
       el("h2", { text: "Last 15 minutes" }), chartsBox,
-      logsPanel(namespace, name, view.containers, n.logs, selected));
-    chart("pod-network", chartsBox, "Pod network", ["receive", "transmit"], rate, podNetwork(view));
+      logsPanel(namespace, name, view.containers, view.logs, selected));
+    const width = chartWidth(chartsBox);
+    chartOrEmpty("pod-network", chartsBox, "Pod network", ["receive", "transmit"], rate, podNetwork(view), width);
     for (const c of view.containers) {
       const d = containerData(c);
-      chart(`container-${c.name}-cpu`, chartsBox, `${c.name}: CPU (cores)`, ["in use", "request", "limit"], coresText, d.cpu);
-      chart(`container-${c.name}-memory`, chartsBox, `${c.name}: memory`, ["working set", "request", "limit"], bytes, d.memory);
+      chartOrEmpty(`container-${c.name}-cpu`, chartsBox, `${c.name}: CPU (cores)`, ["in use", "request", "limit"], coresText, d.cpu, width);
+      chartOrEmpty(`container-${c.name}-memory`, chartsBox, `${c.name}: memory`, ["working set", "request", "limit"], bytes, d.memory, width);
     }
-    stamp(n.time);
+    performance.mark("ui:charts");
+    stamp(view.time);
     return async () => {
       const fresh = await getJSON(base);
       document.getElementById("pod-cards").replaceChildren(podCards(fresh));
       document.getElementById("containers-body").replaceWith(containerRows(fresh.containers));
+      document.getElementById("events").replaceWith(eventsBlock(fresh.events));
       update("pod-network", podNetwork(fresh));
       for (const c of fresh.containers) {
         const d = containerData(c);
@@ -315,7 +377,7 @@
     renderLogs();
     const query = new URLSearchParams({ tailLines: String(Math.max(0, Number(tail) || 0)) });
     if (follow) query.set("follow", "true");
-    const path = `/containerLogs/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}/${encodeURIComponent(container)}?${query}`;
+    const path = up(`containerLogs/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}/${encodeURIComponent(container)}?${query}`);
     try {
       const response = await fetch(path, { signal: logAbort.signal });
       if (!response.ok) { logLines = [`(${response.status}) ${await response.text()}`]; renderLogs(); return; }
@@ -355,13 +417,20 @@
   }
 
   // --- routing and polling ---------------------------------------------------------------------
+  function inlined() {
+    const data = document.getElementById("ui-data");
+    try { return data ? JSON.parse(data.textContent) : null; } catch { return null; } // not filled in: fetch
+  }
   async function start() {
-    const parts = location.pathname.replace(/^\/ui\/?/, "").split("/").filter(Boolean).map(decodeURIComponent);
+    const rest = location.pathname.startsWith(ROOT.pathname) ? location.pathname.slice(ROOT.pathname.length) : "";
+    const parts = rest.split("/").filter(Boolean).map(decodeURIComponent);
+    const inline = inlined();
+    performance.mark("ui:data");
     let refresh;
     try {
       clearCharts();
-      if (parts[0] === "pods" && parts.length >= 3) refresh = await podPage(parts[1], parts[2], parts[3]);
-      else refresh = await nodePage();
+      if (parts[0] === "pods" && parts.length >= 3) refresh = await podPage(parts[1], parts[2], parts[3], inline && inline.pod ? inline : null);
+      else refresh = await nodePage(inline && inline.node ? inline : null);
     } catch (err) {
       main.replaceChildren(el("p", { role: "alert", class: "bad", text: `Cannot load this page: ${err.message}` }));
       return;
