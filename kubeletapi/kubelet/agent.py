@@ -238,48 +238,57 @@ class Kubelet:
         return self.stats
 
     # --- lifecycle ----------------------------------------------------------------------------
+    def _build(self) -> None:
+        """Every part, wired; nothing started yet."""
+        registry = self._registries["metrics"]
+        metrics = PodMetrics(registry)
+        startup = NodeStartupMetrics(registry)  # 0 until a registration measures it
+        if self.opts.kubeconfig is not None:
+            self._build_cluster(startup)
+        api_sources = [("api", self.cluster.pod_source)] if self.cluster is not None else []
+        # Pod events are kept for the web UI, then posted when there is an API server.
+        kept = KeptEvents(self.recent_events, self.cluster.events if self.cluster is not None else None)
+        self.pods = PodWiring(self.cfg, self.opts, self.node_name, str(self.node_ips[0]), self.clock, metrics,
+                              api_sources, api=self.cluster.readers if self.cluster is not None else None,
+                              events=kept)
+        manager = self.pods.manager
+        manager.subscribe(lambda: self.recent_events.forget(manager.known))
+        manager.subscribe(self._pods_changed)
+        self.pods.statuses.subscribe(self._pods_changed)
+        self.pods.memory.observe(MemoryManagerMetrics(registry))
+        registry.register(LogUsageCollector(self.pods.inventory.log_dirs))
+        registry.register(VolumeCountsCollector(self.pods.volumes.counts))
+        self.stats = StatsProvider(self.cfg, self.opts, self.node_name, self.clock, self.pods)
+        self.stats.collector.volumes.observe(VolumeStatMetrics(registry))
+        if self.stats.sink is not None:
+            registry.register(SinkCollector(self.stats.sink.counts))
+        self.gc = GCWiring(self.cfg, self.opts, self.clock, self.pods, self.stats, registry,
+                           self.cluster.events if self.cluster is not None else None)
+        self.eviction = EvictionWiring(self.cfg, self.pods.manager, self.stats.housekeeper, self.clock,
+                                       events=kept,
+                                       reclaimers=[self.gc.reclaim])
+        registry.register(self.eviction.metrics)
+        if self.cluster is not None:
+            self.cluster.pressure = self.eviction.pressure
+            events = self.cluster.events
+            registry.register(EventsCollector(lambda: events.counts))
+        self.pods.probes.add_observer(
+            ProbeMetrics(self._registries["probes"], self.stats.collector.cfg.agent_start_ns / 1e9))
+
+    def _build_cluster(self, startup: NodeStartupMetrics) -> None:
+        """Apiserver mode's parts: credentials (bootstrap, rotation) and the cluster wiring."""
+        self.certs = CertificateWiring(self.cfg, self.opts, self.node_name, self.node_ips, self.clock)
+        self._security.use_credentials(self.certs.credentials)
+        self.cluster = ClusterWiring(self.cfg, self.opts, self.node_name, self.clock, self.certs.credentials, startup)
+        if self.certs.client is not None:
+            self._registries["metrics"].register(ClientCertificateCollector(self.certs.client))
+
     async def start(self) -> None:
         """Build, bind and serve everything; on failure nothing is left running."""
         try:
-            metrics = PodMetrics(self._registries["metrics"])
-            startup = NodeStartupMetrics(self._registries["metrics"])  # 0 until a registration measures it
-            if self.opts.kubeconfig is not None:
-                self.certs = CertificateWiring(self.cfg, self.opts, self.node_name, self.node_ips, self.clock)
-                self._security.use_credentials(self.certs.credentials)
-                self.cluster = ClusterWiring(self.cfg, self.opts, self.node_name, self.clock, self.certs.credentials,
-                                             startup)
-                if self.certs.client is not None:
-                    self._registries["metrics"].register(ClientCertificateCollector(self.certs.client))
-            api_sources = [("api", self.cluster.pod_source)] if self.cluster is not None else []
-            # Pod events are kept for the web UI, then posted when there is an API server.
-            kept = KeptEvents(self.recent_events, self.cluster.events if self.cluster is not None else None)
-            self.pods = PodWiring(self.cfg, self.opts, self.node_name, str(self.node_ips[0]), self.clock, metrics,
-                                  api_sources, api=self.cluster.readers if self.cluster is not None else None,
-                                  events=kept)
-            manager = self.pods.manager
-            manager.subscribe(lambda: self.recent_events.forget(manager.known))
-            manager.subscribe(self._pods_changed)
-            self.pods.statuses.subscribe(self._pods_changed)
-            self.pods.memory.observe(MemoryManagerMetrics(self._registries["metrics"]))
-            self._registries["metrics"].register(LogUsageCollector(self.pods.inventory.log_dirs))
-            self._registries["metrics"].register(VolumeCountsCollector(self.pods.volumes.counts))
-            self.stats = StatsProvider(self.cfg, self.opts, self.node_name, self.clock, self.pods)
-            self.stats.collector.volumes.observe(VolumeStatMetrics(self._registries["metrics"]))
-            if self.stats.sink is not None:
-                self._registries["metrics"].register(SinkCollector(self.stats.sink.counts))
-            self.gc = GCWiring(self.cfg, self.opts, self.clock, self.pods, self.stats, self._registries["metrics"],
-                               self.cluster.events if self.cluster is not None else None)
-            self.eviction = EvictionWiring(self.cfg, self.pods.manager, self.stats.housekeeper, self.clock,
-                                           events=kept,
-                                           reclaimers=[self.gc.reclaim])
-            self._registries["metrics"].register(self.eviction.metrics)
-            if self.cluster is not None:
-                self.cluster.pressure = self.eviction.pressure
-            if self.cluster is not None:
-                events = self.cluster.events
-                self._registries["metrics"].register(EventsCollector(lambda: events.counts))
-            self.pods.probes.add_observer(
-                ProbeMetrics(self._registries["probes"], self.stats.collector.cfg.agent_start_ns / 1e9))
+            self._build()
+            assert self.pods is not None and self.eviction is not None  # built just now
+            assert self.stats is not None and self.gc is not None
             for spec in self._listener_specs():
                 self.listeners[spec.name] = Listener(spec)
             for listener in self.listeners.values():
