@@ -11,8 +11,6 @@ import asyncio
 from collections.abc import Sequence
 from typing import Protocol
 
-import httpx
-
 from kubeletapi.api.core_v1 import Container, HTTPGetAction, LifecycleHandler
 from kubeletapi.errors import KubeletError
 from kubeletapi.runtime.types import ExecResult
@@ -28,6 +26,8 @@ async def _http_get(action: HTTPGetAction, container: Container, pod_ip: str, ti
     except ValueError as exc:
         return str(exc)
     headers = [(h.name, h.value) for h in action.http_headers]
+    import httpx  # noqa: PLC0415 - only httpGet hooks need an HTTP client: most nodes never load it
+
     try:
         async with httpx.AsyncClient(timeout=timeout_s, verify=False) as client:  # noqa: S501 - as the kubelet
             response = await client.get(url, headers=headers)

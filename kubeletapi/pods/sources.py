@@ -27,9 +27,8 @@ import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import httpx
 import watchfiles
 
 from kubeletapi.aio import wait_event
@@ -38,6 +37,9 @@ from kubeletapi.clock import Clock
 from kubeletapi.errors import InvalidInput
 from kubeletapi.pods.manifest import decode_pod, decode_pod_list
 from kubeletapi.pods.static import make_static
+
+if TYPE_CHECKING:  # imported by the URL source when it runs: a node without --manifest-url never loads it
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -275,6 +277,8 @@ class URLSource:
         self._last_error = ""
 
     async def run(self, emit: Emit) -> None:
+        import httpx  # noqa: PLC0415 - see TYPE_CHECKING above
+
         async with httpx.AsyncClient(timeout=self._timeout, follow_redirects=True) as client:
             while True:
                 update = await self.poll(client)
@@ -284,6 +288,8 @@ class URLSource:
 
     async def poll(self, client: httpx.AsyncClient) -> PodUpdate | None:
         """One fetch; None when it failed (the previous snapshot stays in force)."""
+        import httpx  # noqa: PLC0415 - see TYPE_CHECKING above
+
         try:
             body = await self._fetch(client)
         except (httpx.HTTPError, InvalidInput) as exc:
