@@ -7,7 +7,7 @@ The rule of every source: a failed read is no news, never "nothing desired". Onl
 source read successfully can remove a pod; when it cannot read (too many open files, an I/O
 error, a server that does not answer) it emits nothing, or keeps the last good result of what
 it could not read, and says why in one log line.
-- The directory reacts to changes at once (inotify via watchfiles) and also re-scans every
+- The directory reacts to changes at once (inotify on the loop: pods.dirwatch) and also re-scans every
   fileCheckFrequency as a safety net; dotfiles and sub-directories are ignored. A directory
   that does not exist holds no pods (the kubelet's rule); one that cannot be listed is no news.
   A manifest that cannot be read keeps its last good result (or, never read, is rejected with
@@ -29,12 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-import watchfiles
-
 from kubeletapi.aio import wait_event
 from kubeletapi.api.core_v1 import Pod, PodStatus
 from kubeletapi.clock import Clock
 from kubeletapi.errors import InvalidInput
+from kubeletapi.pods.dirwatch import DirWatch
 from kubeletapi.pods.manifest import decode_pod, decode_pod_list
 from kubeletapi.pods.static import make_static
 
@@ -161,16 +160,20 @@ class FileSource:
     async def _watch_once(self, target: Path, only: str | None, changed: asyncio.Event) -> bool:
         """Watch until the watch must be re-armed (True) or cannot run (False)."""
         try:
-            async for batch in watchfiles.awatch(target, debounce=400, step=20, recursive=False):
-                if only is None or any(path == only for _, path in batch):
+            watch = DirWatch(target)
+        except OSError as exc:
+            log.debug("cannot watch %s (%s); relying on the periodic re-scan", target, exc)
+            return False
+        with watch:
+            while True:
+                batch = await watch.next()
+                if batch.gone or batch.overflowed or (
+                        batch.names if only is None else any(str(target / n) == only for n in batch.names)):
                     changed.set()
-                if any(kind == watchfiles.Change.deleted and path == str(target) for kind, path in batch):
+                if batch.gone:
                     return True  # the directory itself went away
                 if only is not None and self._path.is_dir():
                     return True  # the path appeared as a directory: watch inside it
-        except (FileNotFoundError, OSError, RuntimeError) as exc:
-            log.debug("cannot watch %s (%s); relying on the periodic re-scan", target, exc)
-        return False
 
     def scan(self) -> list[ManifestResult] | None:
         """Read every manifest now (blocking: called in a thread); None when the path could not
