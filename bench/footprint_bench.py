@@ -5,7 +5,8 @@ configurations: standalone with the process runtime; standalone with --container
 against a private containerd (tests/cri/containerd.py; root, `make deb`); apiserver mode
 (--kubeconfig to tests/apiserver_double.py, which answers the node's registration 404: the
 cluster wiring is built and keeps retrying). Each is started REPEAT times, each time on a fresh
-root and cert dir, and measured once /healthz answers and SETTLE_S have passed: RSS and USS
+root and cert dir and then once more on the files that start left (a restart), and measured
+once /healthz answers and SETTLE_S have passed: RSS and USS
 (psutil's memory_full_info) and the resident pages of the big shared objects it mapped
 (/proc/PID/smaps). `modules`: how many modules a process building the Kubelet from the same flags
 has imported once started (tests/importprobe.py, as tests/e2e/test_cli_imports.py uses it). Prints the
@@ -120,19 +121,23 @@ def main() -> int:
     for name, config in CONFIGS.items():
         if ns.only and name not in ns.only:
             continue
-        runs = []
+        runs: dict[str, list[dict[str, float]]] = {"first start": [], "restart": []}
+        counts: dict[str, int] = {}
         with tempfile.TemporaryDirectory(prefix="kfoot-") as d, config(Path(d)) as extra:
-            count = modules(agent_args(Path(d) / "probe", *extra))
+            probe = agent_args(Path(d) / "probe", *extra)
+            counts = {"first start": modules(probe), "restart": modules(probe)}
             for i in range(REPEAT):
                 run_dir = Path(d) / f"run{i}"
                 run_dir.mkdir()
                 args = agent_args(run_dir, *extra)
                 try:
-                    runs.append(measure(args, run_dir))
+                    for measured in runs.values():  # a first start on fresh dirs, then a restart on its files
+                        measured.append(measure(args, run_dir))
                 finally:
                     purge(args)
-        med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-        rows.append((name, count, med))
+        for start, measured in runs.items():
+            med = {k: statistics.median(r[k] for r in measured) for k in measured[0]}
+            rows.append((f"{name}, {start}", counts[start], med))
     load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
     if ns.markdown:
         print(f"Load average after: {load}. Medians of {REPEAT} starts, {SETTLE_S:.0f} s after /healthz answered.\n")
