@@ -63,9 +63,14 @@ class DirWatch:
             os.close(fd)
             raise OSError(err, os.strerror(err), str(path))
         self._fd = fd
+        self._waiting: asyncio.AbstractEventLoop | None = None  # the loop a next() waits on
 
     def close(self) -> None:
+        """Close the descriptor (a next() waiting on it first stops watching it)."""
         if self._fd >= 0:
+            if self._waiting is not None:
+                self._waiting.remove_reader(self._fd)
+                self._waiting = None
             os.close(self._fd)
             self._fd = -1
 
@@ -97,10 +102,13 @@ class DirWatch:
                 ready.set_result(None)
 
         loop.add_reader(self._fd, readable)
+        self._waiting = loop
         try:
             await ready
         finally:
-            loop.remove_reader(self._fd)
+            if self._waiting is loop:  # else close() has already stopped watching
+                loop.remove_reader(self._fd)
+                self._waiting = None
 
     def parse(self, data: bytes) -> Batch:
         names: list[str] = []

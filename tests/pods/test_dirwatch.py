@@ -91,3 +91,19 @@ def test_an_overflowed_queue_is_reported(tmp_path: Path) -> None:
         # struct inotify_event of IN_Q_OVERFLOW: wd -1, no name (the kernel's own record)
         data = (-1).to_bytes(4, "little", signed=True) + IN_Q_OVERFLOW.to_bytes(4, "little") + bytes(8)
         assert watch.parse(data) == Batch((), gone=False, overflowed=True)
+
+
+def test_closing_while_a_next_waits_stops_watching_the_descriptor(tmp_path: Path) -> None:
+    async def main() -> None:
+        watch = DirWatch(tmp_path)
+        waiting = asyncio.create_task(watch.next())
+        await asyncio.sleep(0)  # the task is waiting on the descriptor
+        watch.close()
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        with DirWatch(tmp_path) as again:  # may get the same descriptor number: watched anew
+            (tmp_path / "web.yaml").write_text("x")
+            assert (await next_batch(again)).names == ("web.yaml",)
+
+    asyncio.run(main())
