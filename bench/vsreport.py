@@ -107,8 +107,8 @@ Reading (why, where kubeletapi loses; what would close it):
 - Load. This machine is shared: the load average is in the header (this run's rose from ~5 to 14
   while other sessions' suites ran), and timings and CPU per request move with it. A single odd
   figure (110 pods, /metrics/resource warm: 4.15 ms per request where the 08:42 run had 0.33 ms,
-  at the same 0.5 ms latency) is the idle-rate subtraction over a short window that took in
-  other work of the node (a housekeeping cycle), not the request.
+  at the same 0.5 ms latency) is most likely the idle-rate subtraction over a short window that
+  took in other work of the node (a housekeeping cycle) or of the machine; not checked further.
 - Scrapes. kubeletapi serves each endpoint from a body rendered once per housekeeping cycle (and
   rendered ahead in the cycle for 5 minutes after it was asked for); the kubelet computes every
   response from cAdvisor's cache, and for /stats/summary and /metrics/resource also asks containerd
@@ -129,7 +129,8 @@ Reading (why, where kubeletapi loses; what would close it):
   with cryptography (9.4 MiB mapped and ~50 modules that stay): still above. Private memory (USS)
   grows ~4-10 MiB from 30 to 110 pods, the kubelet's ~75-85 MiB (cAdvisor's history per
   container). To close the first start's gap: make the certificates in a short-lived child
-  process (`python -m kubeletapi.pki`), so every start has a restart's footprint.
+  process, so every start has a restart's footprint (not done: every test agent on a fresh cert
+  dir would pay a child interpreter and cryptography's import, against the suite's time budget).
 - containerd's and the shims' idle CPU: the largest loss. kubeletapi's own idle CPU is about half
   the kubelet's, but it asks containerd every cycle for ListPodSandboxStats (its CRI stats
   provider, as the kubelet's with PodAndContainerStatsFromCRI), and containerd answers it with the
