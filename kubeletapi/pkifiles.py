@@ -150,9 +150,10 @@ def _handshake(pki: NodePKI) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def serving_not_after(crt: Path, key: Path) -> float | None:
-    """When the certificate in `crt` (served with `key`) expires, read by OpenSSL with the
-    certificate as its own trust anchor; None when OpenSSL will not (expired, unreadable, not
-    a serving certificate): the caller then reads it otherwise."""
+    """When the certificate in `crt` (served with `key`) expires; None when it cannot be read
+    (server_context() reports that). Read by OpenSSL, with the certificate as its own trust
+    anchor; only when OpenSSL will not (expired, not the key's, not a serving certificate) by
+    cryptography, which reads any date."""
     server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     client.check_hostname = False
@@ -163,6 +164,12 @@ def serving_not_after(crt: Path, key: Path) -> float | None:
         cert, _ = _in_memory(server, client)
         return float(ssl.cert_time_to_seconds(cert["notAfter"]))
     except (OSError, ssl.SSLError, ValueError, KeyError):
+        pass
+    from cryptography import x509  # noqa: PLC0415 - see the docstring
+
+    try:
+        return x509.load_pem_x509_certificate(crt.read_bytes()).not_valid_after_utc.timestamp()
+    except (OSError, ValueError):
         return None
 
 

@@ -353,7 +353,7 @@ class Kubelet:
         tls = tls_files(cfg, self.opts, self.node_name, self.node_ips, self.server_url(), self.clock)
         self.pki = tls.pki
         metrics = self._metrics
-        self._serving_not_after = _not_after(*self._serving_files(tls.cert, tls.key))
+        self._serving_not_after = serving_not_after(*self._serving_files(tls.cert, tls.key))
         specs = []
         if cfg.enable_server:
             security = Security(self._security.authenticator(tls), self._security.authorizer(), self.node_name)
@@ -419,15 +419,3 @@ class Kubelet:
                     log.info("sync handler %s recovered", name)
             await self.clock.sleep(SYNC_LOOP_PERIOD_S)
 
-
-def _not_after(cert_file: Path, key_file: Path) -> float | None:
-    """The serving certificate's expiry: read by the ssl module when OpenSSL accepts the pair (no
-    cryptography needed), else by cryptography (an expired certificate still has its date)."""
-    if (stamp := serving_not_after(cert_file, key_file)) is not None:
-        return stamp
-    from cryptography import x509  # noqa: PLC0415 - see the docstring
-
-    try:
-        return x509.load_pem_x509_certificate(cert_file.read_bytes()).not_valid_after_utc.timestamp()
-    except (OSError, ValueError):
-        return None  # server_context() reports the unreadable file

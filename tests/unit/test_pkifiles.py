@@ -102,6 +102,8 @@ def test_without_the_token_file_the_token_is_not_needed(pki: NodePKI) -> None:
 
 def test_serving_not_after_is_the_certificates(pki: NodePKI) -> None:
     want = x509.load_pem_x509_certificate(pki.serving_crt.read_bytes()).not_valid_after_utc.timestamp()
-    assert serving_not_after(pki.serving_crt, pki.serving_key) == want
-    assert serving_not_after(pki.serving_crt, pki.admin_key) is None  # not its key
+    assert serving_not_after(pki.serving_crt, pki.serving_key) == want  # OpenSSL's reading
+    assert serving_not_after(pki.serving_crt, pki.admin_key) == want  # not its key: cryptography's
     assert serving_not_after(pki.cert_dir / "absent.crt", pki.serving_key) is None
+    pki.admin_key.write_text("garbage")
+    assert serving_not_after(pki.admin_key, pki.serving_key) is None  # no certificate at all
