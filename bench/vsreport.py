@@ -104,6 +104,11 @@ def level_rows(t: Table, n: int, endpoints: Sequence[str]) -> None:
 READING = """\
 Reading (why, where kubeletapi loses; what would close it):
 
+- Load. This machine is shared: the load average is in the header (this run's rose from ~5 to 14
+  while other sessions' suites ran), and timings and CPU per request move with it. A single odd
+  figure (110 pods, /metrics/resource warm: 4.15 ms per request where the 08:42 run had 0.33 ms,
+  at the same 0.5 ms latency) is most likely the idle-rate subtraction over a short window that
+  took in other work of the node (a housekeeping cycle) or of the machine; not checked further.
 - Scrapes. kubeletapi serves each endpoint from a body rendered once per housekeeping cycle (and
   rendered ahead in the cycle for 5 minutes after it was asked for); the kubelet computes every
   response from cAdvisor's cache, and for /stats/summary and /metrics/resource also asks containerd
@@ -114,15 +119,18 @@ Reading (why, where kubeletapi loses; what would close it):
   (in one run the kubelet's `all in` at 30 pods came out below its own requests' CPU), so at 30
   pods compare the request CPU too. py-spy (wall-clock samples of busy threads) cannot separate
   them further on a machine this loaded.
-- RSS. kubeletapi's is mostly the interpreter and its libraries: at 110 pods 116.5 MiB = 72 MiB
-  anonymous and heap (the objects of ~1,000 imported modules, thread stacks) + ~40 MiB of mapped
-  library pages (grpc 11.5, cryptography 9.1, libpython 5.1, pydantic-core 4.3, libcrypto 3.8). Its
-  private memory (USS) grows ~11 MiB from 30 to 110 pods, the kubelet's ~75 MiB (cAdvisor's history
-  per container), so at 110 pods kubeletapi's USS is the smaller. In this venv httpx's import of its
-  CLI also loads rich, pygments and click (test extras of import-linter, schemathesis, pytest), ~8
-  MiB a production install does not have. To close it: import what only apiserver mode needs
-  (apiclient, httpx, webhooks, certificate rotation) only with --kubeconfig, and cryptography only
-  when a certificate must be made.
+- RSS. kubeletapi's is mostly the interpreter and its libraries. A standalone node now loads
+  neither apiserver mode's modules (API client, httpx and the rich/pygments/click its CLI pulls in,
+  certificates, webhooks) nor, once its generated PKI exists, cryptography (kubeletapi/pkifiles.py
+  checks the files with the ssl module); grpc (~12 MiB mapped) only with the CRI runtime, which
+  this node uses ("Footprint after start": standalone CRI 105 -> 100 MiB RSS on a first start, 87
+  on a restart). The 110-pod figures come after a restart: below the kubelet's now (the 08:42
+  run: 117 vs 108 MiB). The 30-pod figures come from the first start, which made its certificates
+  with cryptography (9.4 MiB mapped and ~50 modules that stay): still above. Private memory (USS)
+  grows ~4-10 MiB from 30 to 110 pods, the kubelet's ~75-85 MiB (cAdvisor's history per
+  container). To close the first start's gap: make the certificates in a short-lived child
+  process, so every start has a restart's footprint (not done: every test agent on a fresh cert
+  dir would pay a child interpreter and cryptography's import, against the suite's time budget).
 - containerd's and the shims' idle CPU: the largest loss. kubeletapi's own idle CPU is about half
   the kubelet's, but it asks containerd every cycle for ListPodSandboxStats (its CRI stats
   provider, as the kubelet's with PodAndContainerStatsFromCRI), and containerd answers it with the
@@ -138,14 +146,21 @@ Reading (why, where kubeletapi loses; what would close it):
 - /healthz. Python's cost per request in uvicorn and FastAPI's router against Go's net/http; the
   rate falls with 110 pods as the one event loop also runs the agent's loops. To close it: answer
   the healthz listener with a bare ASGI callable ahead of FastAPI's routing.
-- Restart. Start to /healthz is Python's start-up: importing ~1,000 modules (1.5-4 s here under
-  load; fastapi 0.7 s, kubeletapi.kubelet.pods 0.45 s, the core_v1 pydantic models 0.2 s in
-  `-X importtime`). Re-adoption itself is quicker than the kubelet's (one runtime listing, where
-  the kubelet syncs every pod through its pod workers). The lazy imports above would shorten it.
+- Restart. Start to /healthz is Python's start-up, CPU-bound: importing ~900 modules on a restart
+  of this node (was ~1,060; fastapi, the wire models and the pod machinery are most of the time in
+  `-X importtime`); 1.6-2.4 s in the 08:42 run, 3.2-4.1 s in this one at a load of 10-14, so the
+  fewer imports do not show here. Re-adoption itself is quicker than the kubelet's (one runtime
+  listing, where the kubelet syncs every pod through its pod workers).
 - Pod start. One pod Running in /pods: the kubelet's /pods shows the status manager's status,
   refreshed on a PLEG relist (1 s). The container itself starts about as fast on both: containerd's
-  RunPodSandbox dominates, and the ratio of the start times moved between 0.87x and 1.21x over two
-  runs of 2026-11-26 on this shared machine. In the bursts both wait on containerd.
+  RunPodSandbox dominates. The file source now sees a manifest as it is renamed in (inotify on the
+  event loop, kubeletapi/pods/dirwatch.py, as the kubelet's fsnotify; watchfiles polled every 20 ms
+  and yielded after a quiet 20 ms step, 20-40 ms per manifest). The ratio of the start times has
+  moved between 0.87x and 1.21x over the runs of 2026-11-26 (this one 1.01x; the kubelet's own p50
+  went from 212 to 271 ms between runs). In the bursts both wait on containerd; the burst-of-22
+  container-started p50 (kubelet 2260 ms, its p99 6051 ms; kubeletapi 4016 / 4714 ms) spread
+  differently in this run than in the last (3774 / 4112 vs 3423 / 3750): worth a run on a quiet
+  machine before reading a cause into it.
 """
 
 

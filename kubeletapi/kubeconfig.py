@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from kubeletapi.errors import ConfigError
-from kubeletapi.pki import write_private
+from kubeletapi.pkifiles import write_private
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ regenerated with a log line that says why. Private keys are written 0600, atomic
 from __future__ import annotations
 
 import datetime as dt
-import ipaddress
 import logging
 import os
 import secrets
@@ -26,47 +25,26 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from kubeletapi.atomicfile import write_atomic
+from kubeletapi.pkifiles import (
+    ADMIN_GROUP,
+    ADMIN_USER,
+    RENEW_BEFORE,
+    IPAddress,
+    NodePKI,
+    read_admin_token,
+    serving_names,
+    token_file_ok,
+    write_private,
+)
+
+# the files' names and the checks without cryptography live in pkifiles; these stay importable here
+__all__ = ["ADMIN_GROUP", "ADMIN_USER", "RENEW_BEFORE", "NodePKI", "ensure_pki", "read_admin_token", "serving_sans",
+           "write_private"]
 
 log = logging.getLogger(__name__)
 
-ADMIN_USER = "kubeletapi-admin"
-ADMIN_GROUP = "system:masters"
 CA_VALIDITY = dt.timedelta(days=3650)
 LEAF_VALIDITY = dt.timedelta(days=365)
-# Regenerate a leaf this close to expiry: the kubernetes-mixin warns at 7 days.
-RENEW_BEFORE = dt.timedelta(days=7)
-
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-
-@dataclass(frozen=True)
-class NodePKI:
-    """Where the generated material lives."""
-
-    cert_dir: Path
-    ca_crt: Path
-    ca_key: Path
-    serving_crt: Path
-    serving_key: Path
-    admin_crt: Path
-    admin_key: Path
-    tokens: Path
-    kubeconfig: Path
-
-    @classmethod
-    def under(cls, cert_dir: Path) -> NodePKI:
-        return cls(
-            cert_dir=cert_dir,
-            ca_crt=cert_dir / "ca.crt",
-            ca_key=cert_dir / "ca.key",
-            serving_crt=cert_dir / "kubelet.crt",
-            serving_key=cert_dir / "kubelet.key",
-            admin_crt=cert_dir / "admin.crt",
-            admin_key=cert_dir / "admin.key",
-            tokens=cert_dir / "tokens.csv",
-            kubeconfig=cert_dir / "admin.kubeconfig",
-        )
 
 
 @dataclass(frozen=True)
@@ -100,36 +78,15 @@ def ensure_pki(
         log.info("Generating admin client certificate %s: %s", pki.admin_crt, reason)
         admin = _new_leaf(ca, ADMIN_USER, (ADMIN_GROUP,), now, None)
         _write_pair(admin, pki.admin_crt, pki.admin_key)
-    if write_token and not _token_file_ok(pki.tokens):
+    if write_token and not token_file_ok(pki.tokens):
         log.info("Generating admin token file %s", pki.tokens)
         token = secrets.token_urlsafe(32)
         write_private(pki.tokens, f'{token},{ADMIN_USER},{ADMIN_USER},"{ADMIN_GROUP}"\n'.encode())
 
 
 def serving_sans(hostname: str, node_ips: Sequence[IPAddress]) -> list[x509.GeneralName]:
-    """SANs of the serving certificate: hostname, localhost and every loopback and node IP."""
-    names: list[x509.GeneralName] = []
-    for name in dict.fromkeys([hostname, "localhost"]):
-        try:
-            names.append(x509.IPAddress(ipaddress.ip_address(name)))
-        except ValueError:
-            names.append(x509.DNSName(name))
-    ips = [ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1"), *node_ips]
-    for ip in dict.fromkeys(ips):
-        san = x509.IPAddress(ip)
-        if san not in names:
-            names.append(san)
-    return names
-
-
-def read_admin_token(path: Path) -> str:
-    """The token of the first line of a generated tokens.csv."""
-    return path.read_text().split(",", 1)[0].strip()
-
-
-def write_private(path: Path, data: bytes) -> None:
-    """Write `data` to `path` atomically with mode 0600."""
-    write_atomic(path, data, mode=0o600)
+    """SANs of the serving certificate (pkifiles.serving_names) as x509 names."""
+    return [x509.DNSName(n) if isinstance(n, str) else x509.IPAddress(n) for n in serving_names(hostname, node_ips)]
 
 
 def _load_pair(crt: Path, key: Path) -> tuple[_Pair | None, str]:
@@ -258,10 +215,3 @@ def _write_pair(pair: _Pair, crt: Path, key: Path, chain: x509.Certificate | Non
     write_private(key, key_pem)
     crt.write_bytes(cert_pem)
     os.chmod(crt, 0o644)
-
-
-def _token_file_ok(path: Path) -> bool:
-    try:
-        return bool(read_admin_token(path))
-    except OSError:
-        return False

@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 
 from kubeletapi.errors import InvalidInput, Unavailable
-from kubeletapi.pki import write_private
+from kubeletapi.pkifiles import write_private
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ Only kubeletapi.errors and the standard library are imported here.
 
 from __future__ import annotations
 
-from kubeletapi.cgroups.layout import CgroupLayout, Hierarchy, cgroup_dir, cgroup_parts, detect
+from kubeletapi.cgroups.layout import CgroupLayout, Hierarchy, cgroup_dir, cgroup_parts, cgroup_version, detect
 from kubeletapi.cgroups.readers import (
     CgroupReader,
     OsReaderFs,
@@ -59,6 +59,7 @@ __all__ = [
     "V2Writer",
     "cgroup_dir",
     "cgroup_parts",
+    "cgroup_version",
     "cpu_max_text",
     "cpu_shares_to_weight",
     "cpu_shares_to_weight_runc",

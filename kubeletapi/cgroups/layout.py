@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from kubeletapi.errors import InvalidInput, NotSupported, Unavailable
+from kubeletapi.errors import InvalidInput, KubeletError, NotSupported, Unavailable
 
 # Controllers a cgroup v1 super-block option can name (/proc/cgroups); other options (rw,
 # clone_children, release_agent=..., xattr, noprefix, cpuset_v2_mode) are mount flags.
@@ -122,6 +122,14 @@ def detect(root: Path | str = "/", mountinfo: str | None = None) -> CgroupLayout
         except OSError as err:
             raise Unavailable(f"read {file}: {err.strerror or err}") from err
     return CgroupLayout.from_mountinfo(mountinfo, root)
+
+
+def cgroup_version() -> int:
+    """This machine's cgroup version (1 or 2); 0 when it cannot be read."""
+    try:
+        return detect().version
+    except (OSError, KubeletError):
+        return 0
 
 
 def cgroup_parts(cgroup_path: str) -> tuple[str, ...]:

@@ -22,15 +22,14 @@ import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cryptography import x509
 from prometheus_client import CollectorRegistry
 
 from kubeletapi import nodeinfo
 from kubeletapi.aio import cancel_and_wait
 from kubeletapi.api.core_v1 import PodList
-from kubeletapi.certificate.store import KeyPair
+from kubeletapi.cgroups import cgroup_version
 from kubeletapi.clock import Clock, RealClock
 from kubeletapi.config import KubeletConfiguration, NodeOptions, redacted
 from kubeletapi.config.featuregates import FeatureGates
@@ -38,8 +37,6 @@ from kubeletapi.errors import KubeletError, NotSupported
 from kubeletapi.events.recent import KeptEvents, RecentEvents
 from kubeletapi.health import HealthCheck, LogFlushMonitor, PingCheck, SyncLoopCheck
 from kubeletapi.kubelet import streams
-from kubeletapi.kubelet.certificates import CertificateWiring
-from kubeletapi.kubelet.cluster import ClusterWiring, cgroup_version
 from kubeletapi.kubelet.eviction import EvictionWiring
 from kubeletapi.kubelet.gc import GCWiring
 from kubeletapi.kubelet.nodeview import NodeView
@@ -59,7 +56,7 @@ from kubeletapi.metrics.spec import new_registry
 from kubeletapi.node.logfiles import LogAnswer
 from kubeletapi.node.logviewer import NodeLogViewer
 from kubeletapi.node.status import Pressure
-from kubeletapi.pki import NodePKI
+from kubeletapi.pkifiles import NodePKI, serving_not_after
 from kubeletapi.runtime.logoptions import PodLogOptions
 from kubeletapi.server.app import create_app, create_healthz_app, create_ui_app
 from kubeletapi.server.auth import Security
@@ -69,6 +66,11 @@ from kubeletapi.server.tls import ServingContext
 from kubeletapi.stats.collect import own_start_ns
 from kubeletapi.stats.history import History
 from kubeletapi.streaming.targets import ContainerStreams, PodPorts
+
+if TYPE_CHECKING:  # apiserver mode only: imported by start() when there is a --kubeconfig
+    from kubeletapi.certificate.store import KeyPair
+    from kubeletapi.kubelet.certificates import CertificateWiring
+    from kubeletapi.kubelet.cluster import ClusterWiring
 
 log = logging.getLogger(__name__)
 SYNC_LOOP_PERIOD_S = 1.0
@@ -277,6 +279,11 @@ class Kubelet:
 
     def _build_cluster(self, startup: NodeStartupMetrics) -> None:
         """Apiserver mode's parts: credentials (bootstrap, rotation) and the cluster wiring."""
+        # apiserver mode's modules (API client, httpx, certificates, cryptography, node controller,
+        # mirror pods) are imported only here: a standalone node never maps them.
+        from kubeletapi.kubelet.certificates import CertificateWiring  # noqa: PLC0415
+        from kubeletapi.kubelet.cluster import ClusterWiring  # noqa: PLC0415
+
         self.certs = CertificateWiring(self.cfg, self.opts, self.node_name, self.node_ips, self.clock)
         self._security.use_credentials(self.certs.credentials)
         self.cluster = ClusterWiring(self.cfg, self.opts, self.node_name, self.clock, self.certs.credentials, startup)
@@ -377,7 +384,7 @@ class Kubelet:
         tls = tls_files(cfg, self.opts, self.node_name, self.node_ips, self.server_url(), self.clock)
         self.pki = tls.pki
         metrics = self._metrics
-        self._serving_not_after = _not_after(self._serving_files(tls.cert, tls.key)[0])
+        self._serving_not_after = serving_not_after(*self._serving_files(tls.cert, tls.key))
         specs = []
         if cfg.enable_server:
             security = Security(self._security.authenticator(tls), self._security.authorizer(), self.node_name)
@@ -443,9 +450,3 @@ class Kubelet:
                     log.info("sync handler %s recovered", name)
             await self.clock.sleep(SYNC_LOOP_PERIOD_S)
 
-
-def _not_after(cert_file: Path) -> float | None:
-    try:
-        return x509.load_pem_x509_certificate(cert_file.read_bytes()).not_valid_after_utc.timestamp()
-    except (OSError, ValueError):
-        return None  # server_context() reports the unreadable file

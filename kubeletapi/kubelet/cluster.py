@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from kubeletapi.aio import cancel_and_wait
 from kubeletapi.api.quantity import Quantity
 from kubeletapi.apiclient.client import ApiClient
-from kubeletapi.cgroups import detect
+from kubeletapi.cgroups import cgroup_version
 from kubeletapi.clock import Clock
 from kubeletapi.config import KubeletConfiguration, NodeOptions
 from kubeletapi.errors import KubeletError
@@ -189,11 +189,3 @@ class ClusterWiring:
         if self._pods is None:
             return []
         return [reason for reason in (self._pods.pleg.unhealthy(), self._pods.network_error()) if reason]
-
-
-def cgroup_version() -> int:
-    """This machine's cgroup version (1 or 2); 0 when it cannot be read."""
-    try:
-        return detect().version
-    except (OSError, KubeletError):
-        return 0

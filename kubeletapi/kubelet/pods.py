@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 
@@ -51,12 +52,14 @@ from kubeletapi.pods.sync import PodSyncer
 from kubeletapi.pods.tokens import TokenManager
 from kubeletapi.pods.volumes import PodVolumes, run_command
 from kubeletapi.prober import ProbeManager
-from kubeletapi.runtime.cri import CRIRuntime
 from kubeletapi.runtime.interface import Runtime
 from kubeletapi.runtime.process.podnet import SandboxNetworks
 from kubeletapi.runtime.process.runtime import ProcessRuntime
 from kubeletapi.runtime.process.shimbuild import shim_path
 from kubeletapi.runtime.streaming import Streamer
+
+if TYPE_CHECKING:  # --container-runtime=remote only: grpc, protobuf and the CRI client are imported then
+    from kubeletapi.runtime.cri import CRIRuntime
 
 log = logging.getLogger(__name__)
 
@@ -147,6 +150,8 @@ class PodWiring:
         if opts.container_runtime == "remote":
             # A CRI runtime isolates every container itself; pods always get a cgroup_parent (a
             # sandbox without one breaks ListPodSandboxStats), created with the pod's limits when root.
+            from kubeletapi.runtime.cri import CRIRuntime  # noqa: PLC0415 - see TYPE_CHECKING above
+
             cri = CRIRuntime(cfg.container_runtime_endpoint, cgroups=new_writer(detect()) if isolated else None)
             runtime, streamer, self.cri = cri, cri, cri
             self._process = None

@@ -22,8 +22,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
-import httpx
-
 from kubeletapi import nodeinfo
 from kubeletapi.aio import cancel_and_wait
 from kubeletapi.api.core_v1 import Pod
@@ -83,6 +81,8 @@ async def read_once(name: str, source: PodSource) -> PodUpdate:
             raise Unavailable(f"cannot read the static pods of source {name}")
         return PodUpdate(name, tuple(results))
     if isinstance(source, URLSource):
+        import httpx  # noqa: PLC0415 - only a --manifest-url source needs an HTTP client
+
         async with httpx.AsyncClient(follow_redirects=True) as client:
             update = await source.poll(client)
         if update is None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kubeletapi.clock import Clock
 from kubeletapi.config import KubeletConfiguration, NodeOptions
 from kubeletapi.errors import StartupError
 from kubeletapi.kubeconfig import Credentials, load_kubeconfig, write_kubeconfig
 from kubeletapi.nodeinfo import IPAddress
-from kubeletapi.pki import NodePKI, ensure_pki
+from kubeletapi.pkifiles import NodePKI, current
 from kubeletapi.server.authn import (
     CachedTokenAuthenticator,
     RequestAuthenticator,
@@ -21,7 +22,9 @@ from kubeletapi.server.authn import (
 )
 from kubeletapi.server.authz import AlwaysAllow, Authorizer, CachedAuthorizer
 from kubeletapi.server.rbac import RBACAuthorizer
-from kubeletapi.server.webhook import APIClient, WebhookAuthorizer, WebhookTokenAuthenticator
+
+if TYPE_CHECKING:  # the webhooks' API client (httpx) is imported only when a webhook is on
+    from kubeletapi.server.webhook import APIClient
 
 
 @dataclass(frozen=True)
@@ -45,7 +48,12 @@ def tls_files(
     pki = NodePKI.under(opts.effective_cert_dir)
     now = dt.datetime.fromtimestamp(clock.now(), dt.UTC)
     try:
-        ensure_pki(pki, node_name, node_ips, now, write_token=opts.token_auth_file is None)
+        write_token = opts.token_auth_file is None
+        if not current(pki, node_name, node_ips, now, write_token):
+            # cryptography (kubeletapi.pki) only when a file must be made or its problem named
+            from kubeletapi.pki import ensure_pki  # noqa: PLC0415
+
+            ensure_pki(pki, node_name, node_ips, now, write_token=write_token)
         write_kubeconfig(pki.kubeconfig, "kubeletapi", server_url, pki.ca_crt.read_bytes(),
                          pki.admin_crt.read_bytes(), pki.admin_key.read_bytes())
     except OSError as exc:
@@ -75,6 +83,8 @@ class SecurityWiring:
     def _api_client(self) -> APIClient:
         if self._api is None:
             assert self._opts.kubeconfig is not None  # enforced by config validation
+            from kubeletapi.server.webhook import APIClient  # noqa: PLC0415 - see TYPE_CHECKING above
+
             self._api = APIClient(self._credentials or load_kubeconfig(self._opts.kubeconfig))
         return self._api
 
@@ -85,6 +95,8 @@ class SecurityWiring:
         if token_file is not None:
             tokens.append(TokenFile.load(token_file))
         if authn.webhook.enabled:
+            from kubeletapi.server.webhook import WebhookTokenAuthenticator  # noqa: PLC0415
+
             webhook = WebhookTokenAuthenticator(self._api_client())
             tokens.append(CachedTokenAuthenticator(webhook, authn.webhook.cache_ttl.seconds, self._clock))
         x509_auth = X509Authenticator(self._clock) if tls.client_ca is not None else None
@@ -96,6 +108,8 @@ class SecurityWiring:
             assert self._opts.authorization_rbac_file is not None  # enforced by config validation
             return RBACAuthorizer.load(self._opts.authorization_rbac_file)
         if authz.mode == "Webhook":
+            from kubeletapi.server.webhook import WebhookAuthorizer  # noqa: PLC0415
+
             return CachedAuthorizer(
                 WebhookAuthorizer(self._api_client()),
                 authz.webhook.cache_authorized_ttl.seconds,

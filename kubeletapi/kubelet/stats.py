@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from kubeletapi import __version__
 from kubeletapi.api.stats_v1alpha1 import Summary
@@ -21,14 +22,15 @@ from kubeletapi.errors import KubeletError
 from kubeletapi.kubelet.pods import PodWiring
 from kubeletapi.metrics.cadvisor import render_cadvisor
 from kubeletapi.metrics.resource import render_resource
-from kubeletapi.sinks.influxdb import InfluxWriter
-from kubeletapi.sinks.sink import InfluxSink
 from kubeletapi.stats.collect import Collector, CollectorConfig, own_start_ns
 from kubeletapi.stats.history import History
 from kubeletapi.stats.housekeeping import Housekeeper
 from kubeletapi.stats.rendercache import RenderCache
 from kubeletapi.stats.snapshot import Snapshot
 from kubeletapi.stats.summary import SummaryError, cpu_and_memory_summary, encode, full_summary
+
+if TYPE_CHECKING:  # --influxdb-url only: the sink and its HTTP client (httpx) are imported then
+    from kubeletapi.sinks.sink import InfluxSink
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +73,9 @@ class StatsProvider:
                                        pods.cri.stats_source(now_ns) if pods.cri is not None else None)
         self.sink: InfluxSink | None = None
         if opts.influxdb is not None:
+            from kubeletapi.sinks.influxdb import InfluxWriter  # noqa: PLC0415 - see TYPE_CHECKING above
+            from kubeletapi.sinks.sink import InfluxSink  # noqa: PLC0415
+
             influx = opts.influxdb
             self.sink = InfluxSink(InfluxWriter(influx), clock, influx.effective_batch_size, influx.buffer_size)
             self.housekeeper.add_observer(self.sink.observe)

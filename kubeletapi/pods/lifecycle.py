@@ -17,8 +17,6 @@ import ssl
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-import httpx
-
 from kubeletapi.api.core_v1 import Container, HTTPGetAction, LifecycleHandler
 from kubeletapi.errors import KubeletError
 from kubeletapi.runtime.types import ExecResult
@@ -40,6 +38,8 @@ async def _http_get(action: HTTPGetAction, container: Container, pod_ip: str, ti
     except ValueError as exc:
         return str(exc)
     headers = [(h.name, h.value) for h in action.http_headers]
+    import httpx  # noqa: PLC0415 - only httpGet hooks need an HTTP client: most nodes never load it
+
     async with httpx.AsyncClient(timeout=timeout_s, verify=False) as client:  # noqa: S501 - as the kubelet
         try:
             response = await client.get(url, headers=headers)

@@ -7,7 +7,7 @@ The rule of every source: a failed read is no news, never "nothing desired". Onl
 source read successfully can remove a pod; when it cannot read (too many open files, an I/O
 error, a server that does not answer) it emits nothing, or keeps the last good result of what
 it could not read, and says why in one log line.
-- The directory reacts to changes at once (inotify via watchfiles) and also re-scans every
+- The directory reacts to changes at once (inotify on the loop: pods.dirwatch) and also re-scans every
   fileCheckFrequency as a safety net; dotfiles and sub-directories are ignored. A directory
   that does not exist holds no pods (the kubelet's rule); one that cannot be listed is no news.
   A manifest that cannot be read keeps its last good result (or, never read, is rejected with
@@ -27,17 +27,18 @@ import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
-
-import httpx
-import watchfiles
+from typing import TYPE_CHECKING, Protocol
 
 from kubeletapi.aio import wait_event
 from kubeletapi.api.core_v1 import Pod, PodStatus
 from kubeletapi.clock import Clock
 from kubeletapi.errors import InvalidInput
+from kubeletapi.pods.dirwatch import DirWatch
 from kubeletapi.pods.manifest import decode_pod, decode_pod_list
 from kubeletapi.pods.static import make_static
+
+if TYPE_CHECKING:  # imported by the URL source when it runs: a node without --manifest-url never loads it
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -159,16 +160,20 @@ class FileSource:
     async def _watch_once(self, target: Path, only: str | None, changed: asyncio.Event) -> bool:
         """Watch until the watch must be re-armed (True) or cannot run (False)."""
         try:
-            async for batch in watchfiles.awatch(target, debounce=400, step=20, recursive=False):
-                if only is None or any(path == only for _, path in batch):
+            watch = DirWatch(target)
+        except OSError as exc:
+            log.debug("cannot watch %s (%s); relying on the periodic re-scan", target, exc)
+            return False
+        with watch:
+            while True:
+                batch = await watch.next()
+                if batch.gone or batch.overflowed or (
+                        batch.names if only is None else any(str(target / n) == only for n in batch.names)):
                     changed.set()
-                if any(kind == watchfiles.Change.deleted and path == str(target) for kind, path in batch):
+                if batch.gone:
                     return True  # the directory itself went away
                 if only is not None and self._path.is_dir():
                     return True  # the path appeared as a directory: watch inside it
-        except (FileNotFoundError, OSError, RuntimeError) as exc:
-            log.debug("cannot watch %s (%s); relying on the periodic re-scan", target, exc)
-        return False
 
     def scan(self) -> list[ManifestResult] | None:
         """Read every manifest now (blocking: called in a thread); None when the path could not
@@ -275,6 +280,8 @@ class URLSource:
         self._last_error = ""
 
     async def run(self, emit: Emit) -> None:
+        import httpx  # noqa: PLC0415 - see TYPE_CHECKING above
+
         async with httpx.AsyncClient(timeout=self._timeout, follow_redirects=True) as client:
             while True:
                 update = await self.poll(client)
@@ -284,6 +291,8 @@ class URLSource:
 
     async def poll(self, client: httpx.AsyncClient) -> PodUpdate | None:
         """One fetch; None when it failed (the previous snapshot stays in force)."""
+        import httpx  # noqa: PLC0415 - see TYPE_CHECKING above
+
         try:
             body = await self._fetch(client)
         except (httpx.HTTPError, InvalidInput) as exc:

@@ -25,14 +25,14 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Sequence
-from typing import Protocol
-
-import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc  # type: ignore[import-untyped]
+from typing import TYPE_CHECKING, Protocol
 
 from kubeletapi.api.core_v1 import Container, GRPCAction, Probe, TCPSocketAction
 from kubeletapi.api.expansion import expand
 from kubeletapi.errors import KubeletError
+
+if TYPE_CHECKING:  # grpc_probe imports grpc: a node without grpc probes (and the CRI) never maps it
+    import grpc
 from kubeletapi.prober.httpget import dial_error, http_probe, request_headers, tls_context
 from kubeletapi.prober.results import Outcome, Result
 from kubeletapi.runtime.types import ExecResult
@@ -103,6 +103,9 @@ async def tcp_probe(host: str, port: int, timeout_s: float) -> Outcome:
 
 
 async def grpc_probe(host: str, port: int, service: str, timeout_s: float, user_agent: str) -> Outcome:
+    import grpc  # noqa: PLC0415 - see TYPE_CHECKING above
+    from grpc_health.v1 import health_pb2, health_pb2_grpc  # type: ignore[import-untyped]  # noqa: PLC0415
+
     addr = join_host_port(host, port)
     deadline = time.monotonic() + timeout_s
     options = [("grpc.primary_user_agent", user_agent), ("grpc.max_receive_message_length", MAX_OUTPUT),
@@ -127,6 +130,8 @@ async def grpc_probe(host: str, port: int, service: str, timeout_s: float, user_
 
 
 def _rpc_error(exc: grpc.aio.AioRpcError, timeout_s: float) -> str:
+    import grpc  # noqa: PLC0415 - loaded already: grpc_probe raised this
+
     code = exc.code()
     details = exc.details() or ""
     if code is grpc.StatusCode.UNIMPLEMENTED:

@@ -19,9 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
-from cryptography import x509
-from cryptography.x509.oid import NameOID
-
 from kubeletapi.clock import Clock
 from kubeletapi.errors import ConfigError
 
@@ -102,6 +99,10 @@ class X509Authenticator:
     def authenticate(self, pem: str) -> UserInfo:
         cached = self._cache.get(pem)
         if cached is None:
+            # the first client certificate loads cryptography: a node nobody presents one to never does
+            from cryptography import x509  # noqa: PLC0415
+            from cryptography.x509.oid import NameOID  # noqa: PLC0415
+
             try:
                 cert = x509.load_pem_x509_certificate(pem.encode())
             except ValueError as exc:
