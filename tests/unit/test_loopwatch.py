@@ -24,29 +24,38 @@ def test_a_blocked_loop_is_measured_named_and_unhealthy(caplog: pytest.LogCaptur
                       unhealthy_for=1.0)
     seen: dict[str, str | None] = {}
 
+    async def healthy_within(seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while watch.check() is not None:
+            if time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(0.02)
+        return True
+
     async def main() -> None:
         task = asyncio.create_task(watch.run())
         await asyncio.sleep(0.2)
-        seen["before"] = watch.check()
+        # On a loaded machine the OS itself may hold this process past 0.3 s now and then, which
+        # the watch rightly reports: begin from a healthy state, however long that takes.
+        seen["healthy before"] = "yes" if await healthy_within(10) else None
         hold_the_loop_with_a_blocking_call(0.5)
         await asyncio.sleep(0.1)
         seen["after"] = watch.check()
-        await asyncio.sleep(1.1)
-        seen["later"] = watch.check()
+        seen["healthy later"] = "yes" if await healthy_within(10) else None
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
 
     asyncio.run(main())
-    assert seen["before"] is None
+    assert seen["healthy before"] == "yes"
     assert seen["after"] == "the event loop was blocked for over 0.3s in the last 1s"
-    assert seen["later"] is None
+    assert seen["healthy later"] == "yes"
     assert max(lags) >= 0.45  # the 0.5 s hold, seen by the heartbeat
     messages = [r.getMessage() for r in caplog.records]
-    blocked = [m for m in messages if m.startswith("the event loop has been blocked for")]
-    assert len(blocked) == 1 and "hold_the_loop_with_a_blocking_call" in blocked[0] and "time.sleep" in blocked[0]
-    ended = [m for m in messages if m.startswith("the event loop was blocked for")]
-    assert len(ended) == 1
-    assert float(ended[0].split()[6]) >= 450
+    blocked = [m for m in messages
+               if m.startswith("the event loop has been blocked for") and "hold_the_loop_with_a_blocking_call" in m]
+    assert len(blocked) == 1 and "time.sleep" in blocked[0]
+    ended = [float(m.split()[6]) for m in messages if m.startswith("the event loop was blocked for")]
+    assert max(ended) >= 450
 
 
 def test_check_during_a_stall() -> None:
