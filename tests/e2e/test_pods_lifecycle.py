@@ -179,10 +179,13 @@ def test_env_field_refs_and_expansion(start_agent: Callable[..., Agent], tmp_pat
 
 
 def test_max_pods_and_duplicates(start_agent: Callable[..., Agent], tmp_path: Path) -> None:
-    agent = start_agent("--max-pods", "2", manifests=True)
+    # All there before the agent starts: its first read goes in name order, as the kubelet's
+    # os.ReadDir, so a-copy.yaml comes before a.yaml. (Written while it runs, each file is read when
+    # it lands, and the pod admitted first keeps its name.)
     for name in ("a", "b", "c"):
         write(tmp_path / "manifests", f"{name}.yaml", manifest(name, container("c", ["sleep", "300"])))
     write(tmp_path / "manifests", "a-copy.yaml", manifest("a", container("c", ["sleep", "299"])))
+    agent = start_agent("--max-pods", "2", manifests=True)
     wait_for(lambda: running(agent, "a") and running(agent, "b"), what="a and b")
     rejected = wait_for(lambda: phase_is(agent, "c", "Failed"), what="c refused")
     assert rejected["status"]["reason"] == "OutOfpods"
