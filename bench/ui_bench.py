@@ -228,6 +228,10 @@ def write(out: dict[str, Any]) -> str:
     steps = [f"{name}: {_steps(out['loads'][path])}" for name, path in pages]
     rss = out["rss"]
     growth, se = slope(rss) if len(rss) > 2 else (0.0, 0.0)
+    late = rss[len(rss) // 2:]  # the ring full and the caches warm: what an open page adds from then on
+    late_growth, late_se = slope(late) if len(late) > 2 else (0.0, 0.0)
+    if dump := os.environ.get("BENCH_RSS_OUT"):
+        Path(dump).write_text(json.dumps(rss))
     ring_rows = [f"| {interval:g} s | {held:.2f} MiB | {per_add:.2f} ms |"
                  for interval, (held, per_add) in out["ring"].items()]
     body = "\n".join([
@@ -257,7 +261,8 @@ def write(out: dict[str, Any]) -> str:
         "View sizes: " + ", ".join(f"{p} {n / 1024:.1f} KiB" for p, n in out["bytes"].items()) + ".",
         "",
         f"Memory, node page open {MEMORY_S:.0f} s (RSS every 10 s): {rss[0][1]:.1f} MiB at the start, "
-        f"{rss[-1][1]:.1f} MiB at the end, slope {growth:+.2f} +- {se:.2f} MiB per hour; agent CPU meanwhile "
+        f"{rss[-1][1]:.1f} MiB at the end, slope {growth:+.2f} +- {se:.2f} MiB per hour (second half alone "
+        f"{late_growth:+.2f} +- {late_se:.2f}); agent CPU meanwhile "
         f"{out['memory_core'] * 100:.2f} % of a core.",
         "",
         f"History ring, a full 15-minute window at {RING_PODS} pods x 2 containers:",
