@@ -136,7 +136,12 @@ class FollowedFile:
             fd = os.open(self._next_file(), os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
             return False  # pruned or renamed between listing and opening: look again
-        if not self._is_next(fd):
+        try:
+            is_next = self._is_next(fd)
+        except OSError:
+            os.close(fd)  # the directory could not be listed again: not ours to keep
+            raise
+        if not is_next:
             os.close(fd)
             return False  # a newer file than the one listed: look again
         os.close(self.fd)

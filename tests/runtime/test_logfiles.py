@@ -226,6 +226,40 @@ def test_follow_does_not_skip_a_file_rotated_between_listing_and_opening(
     f.close()
 
 
+def read_on_until_error(f: FollowedFile) -> tuple[bytes, str]:
+    out = b""
+    while True:
+        data = os.read(f.fd, 65536)
+        out += data
+        try:
+            if not data and f.at_end() is AtEnd.WAIT:
+                return out, ""
+        except OSError as exc:
+            return out, exc.strerror or ""
+
+
+def test_follow_closes_the_next_file_when_it_cannot_check_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "0.log"
+    log.write_bytes(b"a\n")
+    f = follow(log)
+    os.rename(log, f"{log}.{STAMP}")
+    log.write_bytes(b"b\n")
+    calls = []
+
+    def list_then_fail(path: str) -> list[str]:
+        calls.append(path)
+        if len(calls) == 2:  # the listing after the open
+            raise PermissionError(13, "Permission denied", path)
+        return rotated_files(path)
+
+    monkeypatch.setattr(logfiles, "rotated_files", list_then_fail)
+    fds = os.listdir("/proc/self/fd")
+    assert read_on_until_error(f) == (b"a\n", "Permission denied")
+    assert os.listdir("/proc/self/fd") == fds, "the next file, opened before the error, is closed"
+    assert read_on(f) == b"b\n", "the listing works again: moved on from ours"
+    f.close()
+
+
 def test_follow_after_ours_was_pruned_goes_on_with_what_came_later(tmp_path: Path) -> None:
     log = tmp_path / "0.log"
     log.write_bytes(b"0\n")
