@@ -136,9 +136,28 @@ class FollowedFile:
             fd = os.open(self._next_file(), os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
             return False  # pruned or renamed between listing and opening: look again
+        try:
+            is_next = self._is_next(fd)
+        except OSError:
+            os.close(fd)  # the directory could not be listed again: not ours to keep
+            raise
+        if not is_next:
+            os.close(fd)
+            return False  # a newer file than the one listed: look again
         os.close(self.fd)
         self.fd = fd
         return True
+
+    def _is_next(self, fd: int) -> bool:
+        """Whether the file opened at `fd` is still the one written after ours, by a listing made
+        after the open. The live path opened as the next file may have been rotated between the
+        listing and the open, and name the file after that one: reading it would skip a file."""
+        try:
+            now = os.stat(self._next_file())
+        except FileNotFoundError:
+            return False
+        opened = os.fstat(fd)
+        return (now.st_dev, now.st_ino) == (opened.st_dev, opened.st_ino)
 
     def _next_file(self) -> str:
         try:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kubeletapi.runtime import logfiles
 from kubeletapi.runtime.logfiles import (
     AtEnd,
     FollowedFile,
@@ -194,6 +195,68 @@ def test_follow_goes_through_every_file_rotated_meanwhile(tmp_path: Path) -> Non
         log.write_bytes(b"%d\n" % (i + 1))
     (tmp_path / f"0.log.{STAMP}.2.gz").write_bytes(b"compressed\n")  # not ours: never read
     assert read_on(f) == b"".join(b"%d\n" % i for i in range(len(names) + 1))
+    f.close()
+
+
+def test_follow_does_not_skip_a_file_rotated_between_listing_and_opening(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The interleaving of a writer in another thread (a flaky run of test_logs' rotation test):
+    # the follower lists the rotated files, ours is the newest, so the live file comes next; the
+    # writer rotates that one before the follower opens the live path, which names a newer file.
+    log = tmp_path / "0.log"
+    log.write_bytes(b"a\n")
+    f = follow(log)
+    assert os.read(f.fd, 100) == b"a\n"
+    os.rename(log, f"{log}.{STAMP}")
+    log.write_bytes(b"b\n")
+    listed = []
+
+    def list_then_rotate(path: str) -> list[str]:
+        names = rotated_files(path)
+        listed.append(names)
+        if len(listed) == 1:  # the writer's next rotation, right after the follower's first listing
+            os.rename(log, f"{log}.{STAMP}.1")
+            log.write_bytes(b"c\n")
+        return names
+
+    monkeypatch.setattr(logfiles, "rotated_files", list_then_rotate)
+    assert read_on(f) == b"b\nc\n"
+    assert listed[0] == [f"{log}.{STAMP}"], "the rotation came after the first listing"
+    f.close()
+
+
+def read_on_until_error(f: FollowedFile) -> tuple[bytes, str]:
+    out = b""
+    while True:
+        data = os.read(f.fd, 65536)
+        out += data
+        try:
+            if not data and f.at_end() is AtEnd.WAIT:
+                return out, ""
+        except OSError as exc:
+            return out, exc.strerror or ""
+
+
+def test_follow_closes_the_next_file_when_it_cannot_check_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "0.log"
+    log.write_bytes(b"a\n")
+    f = follow(log)
+    os.rename(log, f"{log}.{STAMP}")
+    log.write_bytes(b"b\n")
+    calls = []
+
+    def list_then_fail(path: str) -> list[str]:
+        calls.append(path)
+        if len(calls) == 2:  # the listing after the open
+            raise PermissionError(13, "Permission denied", path)
+        return rotated_files(path)
+
+    monkeypatch.setattr(logfiles, "rotated_files", list_then_fail)
+    fds = os.listdir("/proc/self/fd")
+    assert read_on_until_error(f) == (b"a\n", "Permission denied")
+    assert os.listdir("/proc/self/fd") == fds, "the next file, opened before the error, is closed"
+    assert read_on(f) == b"b\n", "the listing works again: moved on from ours"
     f.close()
 
 
