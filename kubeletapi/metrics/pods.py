@@ -170,7 +170,7 @@ class PodMetrics:
         # Label sets the kubelet always exposes, so dashboards see zeros rather than absences.
         for state in ("running", "exited", "created", "unknown"):
             self.running_containers.labels(container_state=state).set(0)
-        for static in ("true", "false"):
+        for static in ("true", ""):  # the kubelet's labels: "true" for static pods, "" for the others
             self.desired_pods.labels(static=static).set(0)
             self.active_pods.labels(static=static).set(0)
         for static in ("true", ""):  # the kubelet adds 0 to both at every pod cleanup
@@ -192,8 +192,10 @@ class PodMetrics:
     def pod_synced(self, operation: str, duration_s: float) -> None:
         self.pod_worker.labels(operation_type=operation).observe(duration_s)
 
-    def pod_started(self, static: bool, containers: int) -> None:
+    def pod_started(self) -> None:
         self.started_pods.inc()
+
+    def containers_counted(self, containers: int) -> None:
         self.containers_per_pod.observe(containers)
 
     def pod_running(self, seconds_since_seen: float) -> None:
@@ -216,15 +218,15 @@ class PodMetrics:
         self.pod_status_sync.observe(duration_s)
 
     # manager.ManagerObserver
-    def pods_counted(self, desired: int, active: int) -> None:
-        self.desired_pods.labels(static="true").set(desired)
-        self.active_pods.labels(static="true").set(active)
+    def pods_counted(self, static: bool, desired: int, active: int) -> None:
+        self.desired_pods.labels(static="true" if static else "").set(desired)
+        self.active_pods.labels(static="true" if static else "").set(active)
 
     def manifest_rejected(self, source: str) -> None:
         self.manifest_errors.labels(source=source).inc()
 
-    def pod_restarted(self) -> None:
-        self.restarted_pods.labels(static="true").inc()
+    def pod_restarted(self, static: bool) -> None:
+        self.restarted_pods.labels(static="true" if static else "").inc()
 
     def pods_cleaned_up(self, working: Mapping[tuple[str, str, str], int], orphans: int, mirror_pods: int) -> None:
         for (lifecycle, config, static), count in working.items():

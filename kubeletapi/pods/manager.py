@@ -57,9 +57,9 @@ class ProbeWorkers(Protocol):
 
 
 class ManagerObserver(AdmissionObserver, Protocol):
-    def pods_counted(self, desired: int, active: int) -> None: ...
+    def pods_counted(self, static: bool, desired: int, active: int) -> None: ...
 
-    def pod_restarted(self) -> None: ...
+    def pod_restarted(self, static: bool) -> None: ...
 
     def pods_cleaned_up(self, working: Mapping[WorkingKey, int], orphans: int, mirror_pods: int) -> None:
         """Housekeeping's count (kubelet_working_pods, kubelet_orphaned_runtime_pods_total, kubelet_mirror_pods)."""
@@ -153,8 +153,11 @@ class PodManager:
         self._desired = admitted
         self._rejected = rejected
         self._manifests = records
-        if self._observer is not None:
-            self._observer.pods_counted(len(admitted) + len(rejected), len(admitted))
+        if self._observer is not None:  # static pods apart, as the kubelet's HandlePodCleanups counts
+            for static in (True, False):
+                active = sum(1 for pod in admitted.values() if is_static(pod) == static)
+                refused = sum(1 for pod in rejected.values() if is_static(pod) == static)
+                self._observer.pods_counted(static, active + refused, active)
 
     def _now(self) -> dt.datetime:
         return dt.datetime.fromtimestamp(self._clock.now(), dt.UTC)
@@ -165,7 +168,7 @@ class PodManager:
             # Re-added with the same content while the old instance still terminates: it
             # starts again once the kill completes (kubelet_restarted_pods_total).
             if self._observer is not None:
-                self._observer.pod_restarted()
+                self._observer.pod_restarted(is_static(pod))
             return
         self._run(uid, pod)
 

@@ -59,7 +59,11 @@ class SyncObserver(StartObserver, Protocol):
 
     def pod_synced(self, operation: str, duration_s: float) -> None: ...
 
-    def pod_started(self, static: bool, containers: int) -> None: ...
+    def pod_started(self) -> None:
+        """A sandbox is about to be created (kubelet_started_pods_total counts attempts, as the kubelet's)."""
+
+    def containers_counted(self, containers: int) -> None:
+        """A pod's first sync: its spec.containers (kubelet_containers_per_pod_count)."""
 
     def pod_running(self, seconds_since_seen: float) -> None: ...
 
@@ -140,8 +144,10 @@ class PodSyncer:
     # --- sync ----------------------------------------------------------------------------------
     async def sync(self, pod: Pod) -> float | None:
         uid = pod.metadata.uid
-        if uid not in self._pods and self._observer is not None and (seen := config_seen(pod)) is not None:
-            self._observer.pod_worker_started(self._clock.now() - seen)  # the worker's first sync
+        if uid not in self._pods and self._observer is not None:  # the worker's first sync
+            self._observer.containers_counted(len(pod.spec.containers))
+            if (seen := config_seen(pod)) is not None:
+                self._observer.pod_worker_started(self._clock.now() - seen)
         state = self._pods.setdefault(uid, PodSyncState(first_seen=self._clock.now()))
         began = self._clock.monotonic()
         state.waiting = {}
@@ -187,10 +193,10 @@ class PodSyncer:
             state.changing = True
             if sandboxes:
                 self._events.sandbox_changed(pod)
+            if self._observer is not None:
+                self._observer.pod_started()
             ctx.sandbox_id = await self._run_sandbox(ctx)
             state.start_time = state.start_time or self._now()
-            if self._observer is not None:
-                self._observer.pod_started(True, len(pod.spec.all_containers()))
         view = ctx.view
         requeue = await self._sync_init(ctx)
         if ctx.init_done:

@@ -116,11 +116,12 @@ def test_sandbox_failures_and_the_workers_first_sync(tmp_path: Path) -> None:
                 await syncer.sync(pod)
             assert value(registry, "kubelet_started_pods_errors_total") == 1
             assert value(registry, "kubelet_run_podsandbox_errors_total", runtime_handler="") == 1
-            assert value(registry, "kubelet_started_pods_total") == 0
+            assert value(registry, "kubelet_started_pods_total") == 1  # attempts, as the kubelet counts
             logs.unlink()
             await syncer.sync(pod)
             await syncer.sync(pod)
-            assert value(registry, "kubelet_started_pods_total") == 1
+            assert value(registry, "kubelet_started_pods_total") == 2  # the third sync found it running
+            assert value(registry, "kubelet_containers_per_pod_count_count") == 1  # the worker's first sync
             assert value(registry, "kubelet_started_pods_errors_total") == 1
             assert value(registry, "kubelet_run_podsandbox_duration_seconds_count", runtime_handler="") == 2
             assert value(registry, "kubelet_pod_worker_start_duration_seconds_count") == 1
@@ -166,5 +167,40 @@ def test_housekeeping_counts_runtime_only_pods_once(tmp_path: Path) -> None:
         finally:
             await manager.stop()
             await syncer.kill(kept)
+
+    asyncio.run(go())
+
+
+def test_desired_and_active_pods_count_static_pods_apart(tmp_path: Path) -> None:
+    """kubelet_desired_pods and kubelet_active_pods as the kubelet's HandlePodCleanups sets them:
+    static="true" for static pods, static="" for the others (API pods here), both always present."""
+
+    async def go() -> None:
+        clock = FakeClock(start=START)
+        registry = new_registry()
+        metrics = PodMetrics(registry)
+        node = NodeEnv(node_name="n", node_ip="127.0.0.1", root_dir=tmp_path, pod_logs_dir=tmp_path / "logs")
+        runtime = ProcessRuntime(tmp_path / "state", shim_path(), clock)
+        pleg, statuses = PLEG(runtime, clock), StatusStore()
+        syncer = PodSyncer(runtime, node, clock, Backoff(clock), PodVolumes(node), pleg, statuses, metrics)
+        manager = PodManager(syncer, pleg, statuses, clock, 10, ["file", "api"], metrics)
+        for static in ("true", ""):
+            assert value(registry, "kubelet_desired_pods", static=static) == 0
+            assert value(registry, "kubelet_active_pods", static=static) == 0
+        kept = static_pod("kept", START)
+        api = decode_pod(manifest("web", container("c", ["sleep", "300"])).encode(), "test")
+        api.metadata.uid = "uid-web"
+        try:
+            manager.apply(PodUpdate("file", (ManifestResult("/x/kept.yaml", pod=kept),)))
+            manager.apply(PodUpdate("api", (ManifestResult("api", pod=api),)))
+            assert value(registry, "kubelet_desired_pods", static="true") == 1
+            assert value(registry, "kubelet_active_pods", static="true") == 1
+            assert value(registry, "kubelet_desired_pods", static="") == 1
+            assert value(registry, "kubelet_active_pods", static="") == 1
+            assert value(registry, "kubelet_desired_pods", static="false") is None
+        finally:
+            await manager.stop()
+            await syncer.kill(kept)
+            await syncer.kill(api)
 
     asyncio.run(go())
