@@ -50,6 +50,19 @@ def value(registry: CollectorRegistry, name: str, **labels: str) -> float | None
     return registry.get_sample_value(name, labels)
 
 
+def managed(tmp_path: Path, sources: list[str]) -> tuple[CollectorRegistry, ProcessRuntime, PodSyncer, PodManager]:
+    """A pod manager over the real process runtime, its kubelet_* families in the registry returned.
+    Build it inside the test's event loop; stop the manager and kill its pods at the end."""
+    clock = FakeClock(start=START)
+    registry = new_registry()
+    metrics = PodMetrics(registry)
+    node = NodeEnv(node_name="n", node_ip="127.0.0.1", root_dir=tmp_path, pod_logs_dir=tmp_path / "logs")
+    runtime = ProcessRuntime(tmp_path / "state", shim_path(), clock)
+    pleg, statuses = PLEG(runtime, clock), StatusStore()
+    syncer = PodSyncer(runtime, node, clock, Backoff(clock), PodVolumes(node), pleg, statuses, metrics)
+    return registry, runtime, syncer, PodManager(syncer, pleg, statuses, clock, 10, sources, metrics)
+
+
 def test_config_seen_reads_the_annotation() -> None:
     assert config_seen(static_pod("a", START + 0.25)) == START + 0.25
     assert config_seen(api_pod("u")) is None
@@ -137,14 +150,7 @@ def test_housekeeping_counts_runtime_only_pods_once(tmp_path: Path) -> None:
     pod: counted once, `terminating/runtime_only` while its kill runs, gone once it is killed."""
 
     async def go() -> None:
-        clock = FakeClock(start=START)
-        registry = new_registry()
-        metrics = PodMetrics(registry)
-        node = NodeEnv(node_name="n", node_ip="127.0.0.1", root_dir=tmp_path, pod_logs_dir=tmp_path / "logs")
-        runtime = ProcessRuntime(tmp_path / "state", shim_path(), clock)
-        pleg, statuses = PLEG(runtime, clock), StatusStore()
-        syncer = PodSyncer(runtime, node, clock, Backoff(clock), PodVolumes(node), pleg, statuses, metrics)
-        manager = PodManager(syncer, pleg, statuses, clock, 10, ["file"], metrics)
+        registry, runtime, syncer, manager = managed(tmp_path, ["file"])
         kept = static_pod("kept", START)
         await runtime.run_pod_sandbox(SandboxConfig(PodMeta("gone", "default", "uid-gone"), "gone",
                                                     str(tmp_path / "logs" / "gone"), "", labels={POD_UID: "uid-gone"}))
@@ -176,14 +182,7 @@ def test_desired_and_active_pods_count_static_pods_apart(tmp_path: Path) -> None
     static="true" for static pods, static="" for the others (API pods here), both always present."""
 
     async def go() -> None:
-        clock = FakeClock(start=START)
-        registry = new_registry()
-        metrics = PodMetrics(registry)
-        node = NodeEnv(node_name="n", node_ip="127.0.0.1", root_dir=tmp_path, pod_logs_dir=tmp_path / "logs")
-        runtime = ProcessRuntime(tmp_path / "state", shim_path(), clock)
-        pleg, statuses = PLEG(runtime, clock), StatusStore()
-        syncer = PodSyncer(runtime, node, clock, Backoff(clock), PodVolumes(node), pleg, statuses, metrics)
-        manager = PodManager(syncer, pleg, statuses, clock, 10, ["file", "api"], metrics)
+        registry, _, syncer, manager = managed(tmp_path, ["file", "api"])
         for static in ("true", ""):
             assert value(registry, "kubelet_desired_pods", static=static) == 0
             assert value(registry, "kubelet_active_pods", static=static) == 0
