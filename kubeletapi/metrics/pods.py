@@ -219,14 +219,14 @@ class PodMetrics:
 
     # manager.ManagerObserver
     def pods_counted(self, static: bool, desired: int, active: int) -> None:
-        self.desired_pods.labels(static="true" if static else "").set(desired)
-        self.active_pods.labels(static="true" if static else "").set(active)
+        self.desired_pods.labels(static=static_label(static)).set(desired)
+        self.active_pods.labels(static=static_label(static)).set(active)
 
     def manifest_rejected(self, source: str) -> None:
         self.manifest_errors.labels(source=source).inc()
 
     def pod_restarted(self, static: bool) -> None:
-        self.restarted_pods.labels(static="true" if static else "").inc()
+        self.restarted_pods.labels(static=static_label(static)).inc()
 
     def pods_cleaned_up(self, working: Mapping[tuple[str, str, str], int], orphans: int, mirror_pods: int) -> None:
         for (lifecycle, config, static), count in working.items():
@@ -318,3 +318,8 @@ class VolumeCountsCollector(Collector):
         except Exception:  # a scrape must never fail
             log.exception("volume counts failed")
         return [family]
+
+
+def static_label(static: bool) -> str:
+    """The kubelet's `static` label of its pod counts: "true" for static pods, "" for the others."""
+    return "true" if static else ""
