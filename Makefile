@@ -80,7 +80,8 @@ importlint: venv
 # In three parts (tests/conftest.py --part), coverage adding up over them: the unit and server tests
 # in 4 worker processes; the tests that start real daemons in 2 (a module at a time each, every
 # cluster test on one); then, with nothing else running, the oracle and the tests marked alone
-# (they read machine-wide figures: free memory, the process count).
+# (they read machine-wide figures: free memory, the process count) and the schemathesis cases,
+# which share one node id that xdist would run once.
 pytest: venv deb cluster-bin
 	KUBELETAPI_CLUSTER_BIN=$(CLUSTER_BIN) $(BIN)/pytest -n 4 --dist worksteal --part=fast \
 		--cov=kubeletapi --cov-report= --cov-fail-under=0

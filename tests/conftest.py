@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
 import pytest
@@ -21,8 +22,9 @@ NOT_FAST_DIRS = frozenset({"e2e", "cri", "ecosystem"})
 NOT_FAST_MARKS = ("e2e", "cri", "slow")
 # The part of `make test` run with nothing else on the machine: tests that read machine-wide figures
 # a neighbour would move (free memory, the process count, the node's CPU and interfaces compared
-# between two agents). Everything else of the rest runs in two workers, a module per worker at a
-# time and the cluster tests (one control plane per worker that runs them) all on one.
+# between two agents), and items xdist cannot tell apart (one node id for several). Everything
+# else of the rest runs in two workers, a module per worker at a time and the cluster tests (one
+# control plane per worker that runs them) all on one.
 ALONE_DIRS = frozenset({"oracle"})
 ALONE_MARK = "alone"
 PARTS = ("all", "fast", "rest", "alone")
@@ -41,9 +43,12 @@ def _top(item: pytest.Item) -> str:
     return item.path.relative_to(TESTS).parts[0] if item.path.is_relative_to(TESTS) else ""
 
 
-def part_of(item: pytest.Item) -> str:
+def part_of(item: pytest.Item, shared: Collection[str] = ()) -> str:
+    """`shared`: node ids more than one item has (schemathesis gives every API operation its
+    function's): pytest-xdist hands tests out by node id and would run one of them, so those run in
+    the part without workers."""
     top = _top(item)
-    if top in ALONE_DIRS or item.get_closest_marker(ALONE_MARK):
+    if top in ALONE_DIRS or item.get_closest_marker(ALONE_MARK) or item.nodeid in shared:
         return "alone"
     if top not in NOT_FAST_DIRS and not any(item.get_closest_marker(m) for m in NOT_FAST_MARKS):
         return "fast"
@@ -55,8 +60,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     part = config.getoption("--part")
     if part == "all":
         return
-    keep = [item for item in items if part_of(item) == part]
-    dropped = [item for item in items if part_of(item) != part]
+    shared = {nodeid for nodeid, count in Counter(item.nodeid for item in items).items() if count > 1}
+    keep: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        (keep if part_of(item, shared) == part else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = keep
