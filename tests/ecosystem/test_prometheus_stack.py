@@ -97,26 +97,37 @@ def test_cadvisor_samples_get_scrape_times_and_kube_prometheus_drops(prom_stack:
                      "/metrics/probes": True}, honor
 
     # As stored: cAdvisor samples carry the scrape's time (that of `up`), while /metrics/resource
-    # keeps the agent's own sample times, which precede the scrape. Queried a little in the past
-    # so every scrape up to then is committed.
-    at = str(time.time() - 2)
+    # keeps the agent's own sample times, which precede the end of the scrape that delivered them.
+    # Raw samples of the 20 s before a point a little in the past, so every scrape up to then is
+    # committed; the scrapes up to now, since a sample the agent took while one scrape was under
+    # way (a housekeeping cycle ending between its request and its answer) reaches Prometheus
+    # with the next scrape, which may start after that point.
+    now = time.time()
+    at = str(now - 2)
 
-    def stamps(expr: str) -> list[float]:
-        return [float(s["value"][1]) for s in prom.api("query", query=f"timestamp({expr})", time=at)["result"]]
+    def samples(expr: str, until: str) -> list[list[float]]:
+        return [[float(t) for t, _ in s["values"]]
+                for s in prom.api("query", query=f"{expr}[20s]", time=until)["result"]]
 
-    scrape = {path: stamps(f'up{{{JOB}, metrics_path="{path}"}}')
-              for path in ("/metrics/cadvisor", "/metrics/resource")}
-    # A sample the agent took while a scrape was under way (a housekeeping cycle ending between the
-    # request and the answer) is stamped after the scrape's start but before its end; only
-    # a scrape that ignored the agent's times would give them the scrape's own.
-    took = [float(s["value"][1]) for s in prom.api(
-        "query", query=f'scrape_duration_seconds{{{JOB}, metrics_path="/metrics/resource"}}', time=at)["result"]]
-    cadvisor = stamps(f'container_cpu_usage_seconds_total{{{CADVISOR}, container!=""}}')
-    resource = stamps('container_cpu_usage_seconds_total{job="kubelet", metrics_path="/metrics/resource"}')
+    def scrapes(path: str) -> list[tuple[float, float]]:
+        """(start, end) of each scrape of one endpoint: `up` and the duration are stamped at its start."""
+        sel = f'{{{JOB}, metrics_path="{path}"}}'
+        result = prom.api("query", query=f"scrape_duration_seconds{sel}[25s]", time=str(now))["result"]
+        assert len(result) == 1, result
+        return [(float(t), float(t) + float(took)) for t, took in result[0]["values"]]
+
+    cadvisor = {t for series in samples(f'container_cpu_usage_seconds_total{{{CADVISOR}, container!=""}}', at)
+                for t in series}
+    resource = {t for series in samples(
+        'container_cpu_usage_seconds_total{job="kubelet", metrics_path="/metrics/resource"}', at) for t in series}
     assert cadvisor and resource, (cadvisor, resource)
-    assert set(cadvisor) == set(scrape["/metrics/cadvisor"]), (cadvisor, scrape)
-    start = scrape["/metrics/resource"][0]
-    assert min(resource) != start and min(resource) < start + took[0], (resource, scrape, took)
+    cadvisor_scrapes = {start for start, _ in scrapes("/metrics/cadvisor")}
+    assert cadvisor <= cadvisor_scrapes, (sorted(cadvisor - cadvisor_scrapes), sorted(cadvisor_scrapes))
+    resource_scrapes = scrapes("/metrics/resource")
+    # Had the scrape ignored the agent's times, every sample would carry a scrape's start.
+    assert resource - {start for start, _ in resource_scrapes}, (sorted(resource), resource_scrapes)
+    late = [t for t in resource if not any(t < end for _, end in resource_scrapes)]
+    assert late == [], (late, resource_scrapes)
 
     # The agent exposes what kube-prometheus drops; Prometheus keeps none of it.
     with prom_stack.agent.client(token=prom_stack.agent.token()) as client:
