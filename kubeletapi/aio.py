@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
+import sys
 from collections.abc import Iterable
 
 
@@ -29,3 +31,16 @@ async def wait_event(event: asyncio.Event, timeout_s: float) -> bool:
     except TimeoutError:
         return False
     return True
+
+
+async def import_off_loop(*modules: str) -> None:
+    """Import the modules not loaded yet in a worker thread, so the event loop keeps running.
+
+    For what kubeletapi loads on first use only (grpc for a gRPC probe, cryptography for a client
+    certificate): importing them takes 100-300 ms of module code that would otherwise run on the
+    loop, stalling every request, probe and stream for that long. Once loaded, the check is a
+    dictionary lookup, and the caller's own `import` statements find the modules in sys.modules.
+    """
+    missing = [name for name in modules if name not in sys.modules]
+    if missing:
+        await asyncio.to_thread(lambda: [importlib.import_module(name) for name in missing])

@@ -27,6 +27,7 @@ import time
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from kubeletapi.aio import import_off_loop
 from kubeletapi.api.core_v1 import Container, GRPCAction, Probe, TCPSocketAction
 from kubeletapi.api.expansion import expand
 from kubeletapi.errors import KubeletError
@@ -103,6 +104,7 @@ async def tcp_probe(host: str, port: int, timeout_s: float) -> Outcome:
 
 
 async def grpc_probe(host: str, port: int, service: str, timeout_s: float, user_agent: str) -> Outcome:
+    await import_off_loop("grpc", "grpc.aio", "grpc_health.v1.health_pb2", "grpc_health.v1.health_pb2_grpc")
     import grpc  # noqa: PLC0415 - see TYPE_CHECKING above
     from grpc_health.v1 import health_pb2, health_pb2_grpc  # type: ignore[import-untyped]  # noqa: PLC0415
 

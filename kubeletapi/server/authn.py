@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
+from kubeletapi.aio import import_off_loop
 from kubeletapi.clock import Clock
 from kubeletapi.errors import ConfigError
 
@@ -209,6 +210,7 @@ class RequestAuthenticator:
         """The user, or AuthenticationError (answered with 401 Unauthorized)."""
         errors: list[str] = []
         if creds.client_cert_pem is not None and self._x509 is not None:
+            await import_off_loop("cryptography.x509", "cryptography.x509.oid")
             try:
                 return self._x509.authenticate(creds.client_cert_pem).with_group(AUTHENTICATED)
             except AuthenticationError as exc:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import pytest
 
-from kubeletapi.aio import cancel_and_wait, wait_event
+from kubeletapi.aio import cancel_and_wait, import_off_loop, wait_event
 
 
 async def _wait_for(event: asyncio.Event, timeout_s: float) -> bool:
@@ -67,3 +69,47 @@ def test_wait_event_says_whether_the_event_was_set() -> None:
         return timed_out, await wait_event(event, 5)
 
     assert asyncio.run(go()) == (False, True)
+
+
+GATES: list[threading.Event] = []  # the gate the slow module of the next test waits on
+
+
+def test_import_off_loop_runs_the_import_while_the_loop_keeps_going(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The module's code waits until a task on the loop lets it finish: imported on the loop
+    # itself, it would wait in vain and fail.
+    gate = threading.Event()
+    seen: dict[str, object] = {}
+    (tmp_path / "kla_slow_module.py").write_text(
+        "import threading\n"
+        "from tests.unit.test_aio import GATES\n"
+        "THREAD = threading.current_thread().name\n"
+        "if not GATES[0].wait(10):\n"
+        "    raise RuntimeError('the loop never ran during the import')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(sys.modules[__name__], "GATES", [gate])
+    monkeypatch.delitem(sys.modules, "kla_slow_module", raising=False)
+
+    async def go() -> None:
+        async def open_gate() -> None:
+            await asyncio.sleep(0)
+            seen["opened_on_loop"] = True
+            gate.set()
+
+        opener = asyncio.create_task(open_gate())
+        await import_off_loop("kla_slow_module")
+        await opener
+
+    asyncio.run(go())
+    module = sys.modules.pop("kla_slow_module")
+    assert seen == {"opened_on_loop": True}
+    importer = module.THREAD
+    assert importer != threading.main_thread().name
+
+
+def test_import_off_loop_starts_no_thread_for_loaded_modules(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def no_thread(*args: object) -> None:
+        raise AssertionError("a thread for modules already loaded")
+
+    monkeypatch.setattr(asyncio, "to_thread", no_thread)
+    asyncio.run(import_off_loop("json", "asyncio"))
