@@ -1,14 +1,15 @@
-"""kubeletapi.aio: waiting for an event with a timeout, and cancelling tasks."""
+"""kubeletapi.aio: waiting for an event with a timeout, cancelling tasks, reading a bounded body."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from kubeletapi.aio import cancel_and_wait, wait_event
+from kubeletapi.aio import cancel_and_wait, read_at_most, wait_event
+from kubeletapi.errors import InvalidInput
 
 
 async def _wait_for(event: asyncio.Event, timeout_s: float) -> bool:
@@ -67,3 +68,24 @@ def test_wait_event_says_whether_the_event_was_set() -> None:
         return timed_out, await wait_event(event, 5)
 
     assert asyncio.run(go()) == (False, True)
+
+
+
+async def _stream(chunks: list[bytes], read: list[bytes]) -> AsyncIterator[bytes]:
+    for chunk in chunks:
+        read.append(chunk)
+        yield chunk
+
+
+def test_read_at_most_reads_a_body_up_to_the_limit() -> None:
+    read: list[bytes] = []
+    assert asyncio.run(read_at_most(_stream([b"ab", b"", b"cd"], read), 4, "too large")) == b"abcd"
+    assert asyncio.run(read_at_most(_stream([], read), 4, "too large")) == b""
+
+
+def test_read_at_most_stops_at_the_chunk_that_passes_the_limit() -> None:
+    read: list[bytes] = []
+    with pytest.raises(InvalidInput) as raised:
+        asyncio.run(read_at_most(_stream([b"abc", b"de", b"fg"], read), 4, "too large"))
+    assert str(raised.value) == "too large"
+    assert read == [b"abc", b"de"]  # the rest is never read
