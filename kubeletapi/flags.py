@@ -360,5 +360,3 @@ def _node_options(ns: dict[str, Any], env: Mapping[str, str]) -> NodeOptions:
 FLAG_NAMES = {".".join(path): flag for flag, path, _, _ in CONFIG_FLAGS}
 FLAG_NAMES["staticPodURLHeader"] = "--manifest-url-header"
 FLAG_NAMES["reservedMemory"] = "--reserved-memory"
-
-
