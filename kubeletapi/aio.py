@@ -1,11 +1,13 @@
-"""Small asyncio helpers shared by every component that owns background tasks."""
+"""Small asyncio helpers shared by every component that owns background tasks or reads a body."""
 
 from __future__ import annotations
 
 import asyncio
 import importlib
 import sys
-from collections.abc import Iterable
+from collections.abc import AsyncIterable, Iterable
+
+from kubeletapi.errors import InvalidInput
 
 
 async def cancel_and_wait(tasks: Iterable[asyncio.Task[object]] | Iterable[asyncio.Task[None]]) -> None:
@@ -14,6 +16,17 @@ async def cancel_and_wait(tasks: Iterable[asyncio.Task[object]] | Iterable[async
     for task in pending:
         task.cancel()
     await asyncio.gather(*pending, return_exceptions=True)
+
+
+async def read_at_most(chunks: AsyncIterable[bytes], limit: int, too_large: str) -> bytes:
+    """The whole stream, or InvalidInput(too_large) as soon as it passes `limit` bytes (the rest
+    is never read)."""
+    body = bytearray()
+    async for chunk in chunks:
+        body += chunk
+        if len(body) > limit:
+            raise InvalidInput(too_large)
+    return bytes(body)
 
 
 async def wait_event(event: asyncio.Event, timeout_s: float) -> bool:

@@ -19,9 +19,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
-import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
@@ -42,7 +40,9 @@ from kubeletapi.kubelet.gc import GCWiring
 from kubeletapi.kubelet.nodeview import NodeView
 from kubeletapi.kubelet.pods import PodWiring
 from kubeletapi.kubelet.security import SecurityWiring, tls_files
+from kubeletapi.kubelet.serving import ServingCertificate
 from kubeletapi.kubelet.stats import StatsProvider
+from kubeletapi.kubelet.syncloop import SyncLoop
 from kubeletapi.loopwatch import LoopWatch
 from kubeletapi.metrics.certificates import ClientCertificateCollector
 from kubeletapi.metrics.events import EventsCollector
@@ -56,24 +56,21 @@ from kubeletapi.metrics.spec import new_registry
 from kubeletapi.node.logfiles import LogAnswer
 from kubeletapi.node.logviewer import NodeLogViewer
 from kubeletapi.node.status import Pressure
-from kubeletapi.pkifiles import NodePKI, serving_not_after
+from kubeletapi.pkifiles import NodePKI
 from kubeletapi.runtime.logoptions import PodLogOptions
 from kubeletapi.server.app import create_app, create_healthz_app, create_ui_app
 from kubeletapi.server.auth import Security
 from kubeletapi.server.limits import Limits
 from kubeletapi.server.listeners import Listener, ListenerSpec
-from kubeletapi.server.tls import ServingContext
 from kubeletapi.stats.collect import own_start_ns
 from kubeletapi.stats.history import History
 from kubeletapi.streaming.targets import ContainerStreams, PodPorts
 
 if TYPE_CHECKING:  # apiserver mode only: imported by start() when there is a --kubeconfig
-    from kubeletapi.certificate.store import KeyPair
     from kubeletapi.kubelet.certificates import CertificateWiring
     from kubeletapi.kubelet.cluster import ClusterWiring
 
 log = logging.getLogger(__name__)
-SYNC_LOOP_PERIOD_S = 1.0
 
 
 class Kubelet:
@@ -95,15 +92,13 @@ class Kubelet:
         self._pods_version = 0  # bumped on every pod or status change (the web UI's PodList)
         self._security = SecurityWiring(self.cfg, opts, self.clock)
         self._tasks: list[asyncio.Task[None]] = []
-        self._sync_entry = 0.0
+        self._sync = SyncLoop(self.clock)
         self._configz: dict[str, Any] | None = None
-        self._sync_handlers: list[Callable[[], Awaitable[None]]] = []
-        self._sync_errors: dict[str, str] = {}  # handler -> its last KubeletError (logged once)
-        self._serving_not_after: float | None = None
+        self._serving = ServingCertificate(self.clock)
         # Real time on purpose: the flush thread waits in real time, whatever clock runs the loops.
         self._log_monitor = LogFlushMonitor(RealClock())
         self._registries: dict[str, CollectorRegistry] = {"metrics": new_registry(), "probes": new_registry()}
-        self._metrics = KubeletMetrics(self._registries["metrics"], self._node_name, self._serving_ttl)
+        self._metrics = KubeletMetrics(self._registries["metrics"], self._node_name, self._serving.ttl)
         if (version := cgroup_version()) > 0:
             self._metrics.cgroup_version.set(version)
         # Real time too: the loop's lag is real, whatever clock the loops run on.
@@ -111,7 +106,7 @@ class Kubelet:
         self._checks: list[HealthCheck] = [
             PingCheck(),
             self._log_monitor,
-            SyncLoopCheck(self.clock, cfg.sync_frequency.seconds, lambda: self._sync_entry,
+            SyncLoopCheck(self.clock, cfg.sync_frequency.seconds, lambda: self._sync.entry,
                           [self._sources_not_ready, self._loop_watch.check]),
         ]
         self.stats: StatsProvider | None = None
@@ -119,7 +114,6 @@ class Kubelet:
         self.eviction: EvictionWiring | None = None
         self.cluster: ClusterWiring | None = None
         self.certs: CertificateWiring | None = None
-        self._serving: ServingContext | None = None
         self._process_start: int | None = None
         self._log_viewer: NodeLogViewer | None = None
         self._ui_node: NodeView | None = None
@@ -285,6 +279,7 @@ class Kubelet:
         from kubeletapi.kubelet.cluster import ClusterWiring  # noqa: PLC0415
 
         self.certs = CertificateWiring(self.cfg, self.opts, self.node_name, self.node_ips, self.clock)
+        self._serving.issued = self.certs.serving
         self._security.use_credentials(self.certs.credentials)
         self.cluster = ClusterWiring(self.cfg, self.opts, self.node_name, self.clock, self.certs.credentials, startup)
         if self.certs.client is not None:
@@ -313,7 +308,7 @@ class Kubelet:
             raise
         self.add_sync_handler(self.pods.manager.housekeeping)
         self._log_monitor.start()
-        self._tasks.append(asyncio.create_task(self._sync_loop(), name="sync-loop"))
+        self._tasks.append(asyncio.create_task(self._sync.run(), name="sync-loop"))
         self._tasks.append(asyncio.create_task(self._loop_watch.run(), name="loop-watch"))
         log.info("kubeletapi started on node %s", self.node_name)
 
@@ -353,7 +348,7 @@ class Kubelet:
         assert self.cluster is not None and self.certs is not None and self.pods is not None
         assert self.stats is not None
         await self.cluster.start(self.pods, self.stats.collector.machine, self.node_ips)
-        self.certs.start(self.cluster.api, self._serving_rotated)
+        self.certs.start(self.cluster.api, self._serving.rotated)
 
     async def _join(self) -> None:
         """Bootstrap the client certificate, then join: registration, pods, status."""
@@ -364,36 +359,21 @@ class Kubelet:
         except KubeletError as exc:
             log.error("Cannot start the node's API machinery after the bootstrap: %s", exc)
 
-    def _serving_rotated(self, pair: KeyPair) -> None:
-        """A new serving certificate: new handshakes present it, open connections keep theirs."""
-        assert self.certs is not None and self.certs.serving is not None
-        path = self.certs.serving.store.current_path
-        if self._serving is None:
-            return
-        try:
-            self._serving.load(path, path)
-        except KubeletError as exc:
-            log.error("The new serving certificate %s cannot be served, keeping the old one: %s", path, exc)
-            return
-        self._serving_not_after = pair.not_after
-        log.info("Serving certificate %s in use for new connections (serial %x)", path, pair.serial)
-
     # --- wiring -------------------------------------------------------------------------------
     def _listener_specs(self) -> list[ListenerSpec]:
         cfg = self.cfg
         tls = tls_files(cfg, self.opts, self.node_name, self.node_ips, self.server_url(), self.clock)
         self.pki = tls.pki
         metrics = self._metrics
-        self._serving_not_after = serving_not_after(*self._serving_files(tls.cert, tls.key))
+        self._serving.track(tls.cert, tls.key)
         specs = []
         if cfg.enable_server:
             security = Security(self._security.authenticator(tls), self._security.authorizer(), self.node_name)
             app = create_app(self, "secure", metrics, security, cfg.enable_debugging_handlers,
                              self.opts.enable_pod_submission, cfg.enable_system_log_handler)
-            cert, key = self._serving_files(tls.cert, tls.key)
-            self._serving = ServingContext(cert, key, tls.client_ca, cfg.tls_min_version, cfg.tls_cipher_suites)
-            specs.append(ListenerSpec("secure", cfg.address, cfg.port, app, limits=self.limits,
-                                      ssl_source=self._serving))
+            serving = self._serving.serve(tls.cert, tls.key, tls.client_ca, cfg.tls_min_version,
+                                          cfg.tls_cipher_suites)
+            specs.append(ListenerSpec("secure", cfg.address, cfg.port, app, limits=self.limits, ssl_source=serving))
         if cfg.read_only_port > 0:
             app = create_app(self, "readonly", metrics)
             specs.append(ListenerSpec("read-only", cfg.address, cfg.read_only_port, app, limits=self.limits))
@@ -404,14 +384,6 @@ class Kubelet:
             specs.append(ListenerSpec("ui", cfg.address, self.opts.ui_port, create_ui_app(self), limits=self.limits))
         return specs
 
-    def _serving_files(self, cert: Path, key: Path) -> tuple[Path, Path]:
-        """serverTLSBootstrap: the issued serving certificate once there is one (the generated
-        one until then); otherwise the configured or generated files."""
-        serving = self.certs.serving if self.certs is not None else None
-        if serving is not None and serving.current is not None:
-            return serving.store.current_path, serving.store.current_path
-        return cert, key
-
     def server_url(self) -> str:
         """https://<address>:<port> for clients on this host (loopback for a wildcard address)."""
         addr = ipaddress.ip_address(self.cfg.address)
@@ -420,33 +392,6 @@ class Kubelet:
         host = f"[{addr}]" if addr.version == 6 else str(addr)
         return f"https://{host}:{self.cfg.port}"
 
-    def _serving_ttl(self) -> float:
-        """Whole seconds, as the kubelet's gauge (math.Trunc of time.Until)."""
-        if self._serving_not_after is None:
-            return float("inf")
-        return float(math.trunc(self._serving_not_after - self.clock.now()))
-
     def add_sync_handler(self, handler: Callable[[], Awaitable[None]]) -> None:
         """Run `handler` on every sync-loop iteration (the pod manager's housekeeping)."""
-        self._sync_handlers.append(handler)
-
-    async def _sync_loop(self) -> None:
-        """The kubelet's main loop: every iteration records its entry time (the syncloop health
-        check) and runs the sync handlers; a handler that hangs makes /healthz fail."""
-        while True:
-            self._sync_entry = self.clock.monotonic()
-            for handler in self._sync_handlers:
-                name = getattr(handler, "__qualname__", str(handler))
-                try:
-                    await handler()
-                except KubeletError as exc:  # the runtime is down, say: once per new error, no traceback
-                    if self._sync_errors.get(name) != str(exc):
-                        log.warning("sync handler %s failed: %s", name, exc)
-                    self._sync_errors[name] = str(exc)
-                    continue
-                except Exception:
-                    log.exception("sync handler %s failed", name)
-                if self._sync_errors.pop(name, None) is not None:
-                    log.info("sync handler %s recovered", name)
-            await self.clock.sleep(SYNC_LOOP_PERIOD_S)
-
+        self._sync.add_handler(handler)

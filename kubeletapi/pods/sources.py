@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from kubeletapi.aio import wait_event
+from kubeletapi.aio import read_at_most, wait_event
 from kubeletapi.api.core_v1 import Pod, PodStatus
 from kubeletapi.clock import Clock
 from kubeletapi.errors import InvalidInput
@@ -321,12 +321,7 @@ class URLSource:
         async with client.stream("GET", self._url, headers=self._headers) as response:
             if response.status_code != 200:
                 raise InvalidInput(f"{self._url} answered {response.status_code}")
-            body = bytearray()
-            async for chunk in response.aiter_bytes():
-                body += chunk
-                if len(body) > MAX_MANIFEST_BYTES:
-                    raise InvalidInput(f"{self._url}: {_TOO_LARGE}")
-            return bytes(body)
+            return await read_at_most(response.aiter_bytes(), MAX_MANIFEST_BYTES, f"{self._url}: {_TOO_LARGE}")
 
     def _report(self, error: str) -> None:
         if error and error != self._last_error:

@@ -167,9 +167,8 @@ def _container(history: History, uid: str, spec: Mapping[str, Any], status: Mapp
     }
 
 
-def pod_detail(history: History, pod_list: Mapping[str, Any], namespace: str, name: str) -> Json:
-    """One pod: its row, conditions and containers with their series; NotFound for an unknown pod."""
-    pod = find_pod(pod_list, namespace, name)
+def pod_detail(history: History, pod: Mapping[str, Any]) -> Json:
+    """One pod (as find_pod found it): its row, conditions and containers with their series."""
     uid = (pod.get("metadata") or {}).get("uid", "")
     stats = _stats_by_uid(history).get(uid)
     spec, status = pod.get("spec") or {}, pod.get("status") or {}

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from kubeletapi.cli import configuration, parse
+from kubeletapi.cli import configuration
 from kubeletapi.config import HostFacts, build_config
 from kubeletapi.errors import ConfigError
 from kubeletapi.eviction.thresholds import DEFAULT_EVICTION_HARD
+from kubeletapi.flags import parse
 
 FIELD = "evictionHard (--eviction-hard, given on the command line): "
 

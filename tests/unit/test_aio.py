@@ -1,16 +1,17 @@
-"""kubeletapi.aio: waiting for an event with a timeout, and cancelling tasks."""
+"""kubeletapi.aio: waiting for an event with a timeout, cancelling tasks, reading a bounded body."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
 
-from kubeletapi.aio import cancel_and_wait, import_off_loop, wait_event
+from kubeletapi.aio import cancel_and_wait, import_off_loop, read_at_most, wait_event
+from kubeletapi.errors import InvalidInput
 
 
 async def _wait_for(event: asyncio.Event, timeout_s: float) -> bool:
@@ -113,3 +114,22 @@ def test_import_off_loop_starts_no_thread_for_loaded_modules(monkeypatch: pytest
 
     monkeypatch.setattr(asyncio, "to_thread", no_thread)
     asyncio.run(import_off_loop("json", "asyncio"))
+
+async def _stream(chunks: list[bytes], read: list[bytes]) -> AsyncIterator[bytes]:
+    for chunk in chunks:
+        read.append(chunk)
+        yield chunk
+
+
+def test_read_at_most_reads_a_body_up_to_the_limit() -> None:
+    read: list[bytes] = []
+    assert asyncio.run(read_at_most(_stream([b"ab", b"", b"cd"], read), 4, "too large")) == b"abcd"
+    assert asyncio.run(read_at_most(_stream([], read), 4, "too large")) == b""
+
+
+def test_read_at_most_stops_at_the_chunk_that_passes_the_limit() -> None:
+    read: list[bytes] = []
+    with pytest.raises(InvalidInput) as raised:
+        asyncio.run(read_at_most(_stream([b"abc", b"de", b"fg"], read), 4, "too large"))
+    assert str(raised.value) == "too large"
+    assert read == [b"abc", b"de"]  # the rest is never read

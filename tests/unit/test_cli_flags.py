@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from kubeletapi.cli import parse
 from kubeletapi.config import build_config, validate
 from kubeletapi.errors import ConfigError
+from kubeletapi.flags import parse
 
 
 def effective(*args: str) -> tuple[dict[str, Any], Any]:

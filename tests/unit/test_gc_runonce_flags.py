@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from kubeletapi.api.core_v1 import Pod
-from kubeletapi.cli import parse
 from kubeletapi.config import KubeletConfiguration, NodeOptions
 from kubeletapi.errors import ConfigError
+from kubeletapi.flags import parse
 from kubeletapi.kubelet.gc import container_policy, image_policy
 from kubeletapi.kubelet.runonce import RunOnce, outcome
 from kubeletapi.pods.containergc import GCPolicy

@@ -13,9 +13,7 @@ from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from kubeletapi.pki import NodePKI, ensure_pki, read_admin_token
-
-NOW = dt.datetime.now(dt.UTC)
-NODE_IPS = [ipaddress.ip_address("10.0.0.5")]
+from tests.unit.pkitools import NODE_IPS, NOW
 
 
 def cert(path: Path) -> x509.Certificate:
@@ -24,13 +22,6 @@ def cert(path: Path) -> x509.Certificate:
 
 def snapshot(pki: NodePKI) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in pki.cert_dir.iterdir()}
-
-
-@pytest.fixture
-def pki(tmp_path: Path) -> NodePKI:
-    pki = NodePKI.under(tmp_path / "certs")
-    ensure_pki(pki, "node-a", NODE_IPS, NOW)
-    return pki
 
 
 def test_generated_files(pki: NodePKI) -> None:

@@ -13,24 +13,22 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
+from kubeletapi.nodeinfo import IPAddress
 from kubeletapi.pki import ensure_pki
 from kubeletapi.pkifiles import NodePKI, current, serving_not_after
+from tests.unit.pkitools import NOW, generated_pki
 
-NOW = dt.datetime.now(dt.UTC)
-NODE_IPS = [ipaddress.ip_address("10.0.0.5"), ipaddress.ip_address("fd00::5")]
+NODE_IPS: list[IPAddress] = [ipaddress.ip_address("10.0.0.5"), ipaddress.ip_address("fd00::5")]
 
 
 @pytest.fixture
-def pki(tmp_path: Path) -> NodePKI:
-    pki = NodePKI.under(tmp_path / "certs")
-    ensure_pki(pki, "node-a", NODE_IPS, NOW)
-    return pki
+def pki_node_ips() -> list[IPAddress]:
+    """The `pki` fixture (tests/unit/conftest.py) here covers an IPv6 address too."""
+    return NODE_IPS
 
 
 def other_pki(tmp_path: Path) -> NodePKI:
-    other = NodePKI.under(tmp_path / "other")
-    ensure_pki(other, "node-a", NODE_IPS, NOW)
-    return other
+    return generated_pki(tmp_path / "other", NODE_IPS)
 
 
 def test_fresh_files_are_current_and_so_ensure_pki_agrees(pki: NodePKI, caplog: pytest.LogCaptureFixture) -> None:

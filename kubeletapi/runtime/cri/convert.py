@@ -16,6 +16,8 @@ hand, or by an older pods layer) sends its `command` argv as `command`.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from pathlib import Path
 
 from kubeletapi.errors import InvalidInput
@@ -190,3 +192,13 @@ def image(item: pb.Image) -> Image:
     ref = item.repo_digests[0] if item.repo_digests else item.id
     return Image(id=item.id, ref=ref, size=item.size, tags=tuple(item.repo_tags), digests=tuple(item.repo_digests),
                  pinned=item.pinned)
+
+
+def verbose_info(info: Mapping[str, str]) -> dict[str, object]:
+    """containerd's verbose "info" JSON of a status answer (an empty dict for any other shape)."""
+    raw = info.get("info", "")
+    try:
+        parsed = json.loads(raw) if raw else {}
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}

@@ -4,10 +4,7 @@ CRI v1 endpoint (containerd) with grpc.aio.
 What kubeletapi keeps about the runtime's objects is a cache, never state: everything is listed
 from the runtime, so a restarted agent re-adopts every sandbox and container (by their
 io.kubernetes.* labels) without files of its own.
-- Each sandbox's PodSandboxConfig: CreateContainer needs it again (containerd derives a
-  container's cgroup and log file from it), and the Sandbox values carry its log directory and
-  cgroup parent, which ListPodSandbox omits. A sandbox this process did not create is read once
-  from PodSandboxStatus's verbose info.
+- Each sandbox's PodSandboxConfig, pause image and addresses (sandboxes.SandboxCache).
 - Container statuses by id: a CRI ContainerStatus changes only with the container's state, so a
   listing fetches the status of a container only when its listed state differs from the cached
   one; a relist of an unchanged node is one ListContainers call.
@@ -23,16 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
-
-from google.protobuf import json_format
 
 from kubeletapi.cgroups.writers import ResourceConfig
 from kubeletapi.errors import InvalidInput, KubeletError, NotFound, Unavailable
@@ -40,6 +34,7 @@ from kubeletapi.runtime.cri import client as rpc
 from kubeletapi.runtime.cri import convert
 from kubeletapi.runtime.cri.client import CRIClient, Timeout
 from kubeletapi.runtime.cri.gen import api_pb2 as pb
+from kubeletapi.runtime.cri.sandboxes import SandboxCache
 from kubeletapi.runtime.cri.stats import CRIStatsSource
 from kubeletapi.runtime.cri.streams import PortForwardBridges, open_session
 from kubeletapi.runtime.streaming import StreamOptions, StreamSession
@@ -90,9 +85,7 @@ class CRIRuntime:
         self._resolv_conf = resolv_conf
         self._cgroups = cgroups
         self._handler = runtime_handler
-        self._sandboxes: dict[str, pb.PodSandboxConfig] = {}
-        self._sandbox_images: dict[str, str] = {}  # the pause image of each sandbox (verbose info)
-        self._sandbox_ips: dict[str, tuple[str, ...]] = {}  # each sandbox's own addresses (its status)
+        self._sandboxes = SandboxCache(self._client)
         self.pod_network = False  # a pod CIDR was given to the runtime (update_pod_cidr)
         self._statuses: dict[str, ContainerStatus] = {}
         self._bridges = PortForwardBridges()
@@ -150,28 +143,20 @@ class CRIRuntime:
         request = convert.sandbox_config(config, convert.dns_config(self._resolv_conf), self.pod_network)
         answer = await self._client.call(
             rpc.RUN_POD_SANDBOX, pb.RunPodSandboxRequest(config=request, runtime_handler=self._handler))
-        sandbox_id = answer.pod_sandbox_id
-        self._sandboxes[sandbox_id] = request
-        with contextlib.suppress(KubeletError):  # the pause image, for the cAdvisor labels; the addresses
-            status = await self._client.call(
-                rpc.POD_SANDBOX_STATUS, pb.PodSandboxStatusRequest(pod_sandbox_id=sandbox_id, verbose=True))
-            self._sandbox_images[sandbox_id] = str(_info(status.info).get("image", ""))
-            self._sandbox_ips[sandbox_id] = convert.sandbox_ips(status.status)
-        return sandbox_id
+        await self._sandboxes.created(answer.pod_sandbox_id, request)
+        return answer.pod_sandbox_id
 
     async def stop_pod_sandbox(self, sandbox_id: str) -> None:
         await self._client.call(rpc.STOP_POD_SANDBOX, pb.StopPodSandboxRequest(pod_sandbox_id=sandbox_id))
 
     async def remove_pod_sandbox(self, sandbox_id: str) -> None:
-        config = await self._sandbox_config(sandbox_id, missing_ok=True)
+        config = await self._sandboxes.config(sandbox_id, missing_ok=True)
         await self._client.call(rpc.REMOVE_POD_SANDBOX, pb.RemovePodSandboxRequest(pod_sandbox_id=sandbox_id))
-        self._sandboxes.pop(sandbox_id, None)
-        self._sandbox_images.pop(sandbox_id, None)
-        self._sandbox_ips.pop(sandbox_id, None)
+        self._sandboxes.forget(sandbox_id)
         for cid in [cid for cid, s in self._statuses.items() if s.sandbox_id == sandbox_id]:
             del self._statuses[cid]
         parent = config.linux.cgroup_parent if config is not None else ""
-        if parent and all(c.linux.cgroup_parent != parent for c in self._sandboxes.values()):
+        if parent and not self._sandboxes.cgroup_in_use(parent):
             self._delete_cgroup(parent)  # unless another attempt of the pod uses it
 
     def _delete_cgroup(self, path: str) -> None:
@@ -187,46 +172,11 @@ class CRIRuntime:
         if pod_uid is not None:
             request.filter.label_selector[POD_UID] = pod_uid
         answer = await self._client.call(rpc.LIST_POD_SANDBOX, request)
-        listed = {item.id for item in answer.items}
-        known = {sid for sid, c in self._sandboxes.items() if pod_uid is None or c.metadata.uid == pod_uid}
-        for gone in known - listed:
-            del self._sandboxes[gone]
-            self._sandbox_images.pop(gone, None)
-            self._sandbox_ips.pop(gone, None)
-        unknown = [item.id for item in answer.items if item.id not in self._sandboxes]
-        await asyncio.gather(*(self._sandbox_config(sid, missing_ok=True) for sid in unknown))
-        out = []
-        for item in answer.items:
-            config = self._sandboxes.get(item.id)
-            paths = (config.log_directory, config.linux.cgroup_parent) if config is not None else ("", "")
-            out.append(convert.sandbox(item, *paths, self._sandbox_images.get(item.id, ""),
-                                       self._sandbox_ips.get(item.id, ())))
-        return out
-
-    async def _sandbox_config(self, sandbox_id: str, missing_ok: bool = False) -> pb.PodSandboxConfig | None:
-        """The config the sandbox was created with: cached, or rebuilt from its verbose status."""
-        cached = self._sandboxes.get(sandbox_id)
-        if cached is not None:
-            return cached
-        try:
-            answer = await self._client.call(
-                rpc.POD_SANDBOX_STATUS, pb.PodSandboxStatusRequest(pod_sandbox_id=sandbox_id, verbose=True))
-        except NotFound:
-            if missing_ok:
-                return None
-            raise
-        self._sandbox_images[sandbox_id] = str(_info(answer.info).get("image", ""))
-        self._sandbox_ips[sandbox_id] = convert.sandbox_ips(answer.status)
-        config = _config_from_info(answer.info.get("info", ""))
-        if config is None:  # a runtime without containerd's verbose info: what the status says
-            s = answer.status
-            config = pb.PodSandboxConfig(metadata=s.metadata, labels=s.labels, annotations=s.annotations)
-        self._sandboxes[sandbox_id] = config
-        return config
+        return await self._sandboxes.sandboxes(answer.items, pod_uid)
 
     # --- containers ----------------------------------------------------------------------------
     async def create_container(self, sandbox_id: str, config: ContainerConfig) -> str:
-        sandbox = await self._sandbox_config(sandbox_id)
+        sandbox = await self._sandboxes.config(sandbox_id)
         request = pb.CreateContainerRequest(
             pod_sandbox_id=sandbox_id, config=convert.container_config(config, _network_mode(sandbox)),
             sandbox_config=sandbox)
@@ -272,7 +222,7 @@ class CRIRuntime:
     async def _fetch_status(self, container_id: str, sandbox_id: str) -> ContainerStatus:
         answer = await self._client.call(
             rpc.CONTAINER_STATUS, pb.ContainerStatusRequest(container_id=container_id, verbose=True))
-        info = _info(answer.info)
+        info = convert.verbose_info(answer.info)
         if not sandbox_id:
             cached = self._statuses.get(container_id)
             sandbox_id = str(info.get("sandboxID", "")) or (cached.sandbox_id if cached is not None else "")
@@ -321,7 +271,7 @@ class CRIRuntime:
             rpc.CONTAINER_STATUS, pb.ContainerStatusRequest(container_id=container_id, verbose=True))
         if answer.status.state != pb.CONTAINER_RUNNING:
             raise InvalidInput(f"container {answer.status.metadata.name!r} is not running")
-        config = _info(answer.info).get("config")
+        config = convert.verbose_info(answer.info).get("config")
         created = config if isinstance(config, dict) else {}
         if opts.stdin and not created.get("stdin", False):
             raise InvalidInput(f"container {answer.status.metadata.name!r} has no stdin to attach to (it was not "
@@ -390,27 +340,6 @@ def _network_mode(sandbox: pb.PodSandboxConfig | None) -> pb.NamespaceMode:
     if sandbox is None or not sandbox.HasField("linux"):
         return pb.NODE
     return sandbox.linux.security_context.namespace_options.network
-
-
-def _info(info: Mapping[str, str]) -> dict[str, object]:
-    """containerd's verbose "info" JSON (an empty dict for any other shape)."""
-    raw = info.get("info", "")
-    try:
-        parsed = json.loads(raw) if raw else {}
-    except ValueError:
-        return {}
-    return parsed if isinstance(parsed, dict) else {}
-
-
-def _config_from_info(raw: str) -> pb.PodSandboxConfig | None:
-    """The PodSandboxConfig in containerd's verbose sandbox info (proto field names, enum numbers)."""
-    try:
-        config = json.loads(raw).get("config") if raw else None
-        if not isinstance(config, dict):
-            return None
-        return json_format.ParseDict(config, pb.PodSandboxConfig(), ignore_unknown_fields=True)
-    except (ValueError, AttributeError, json_format.ParseError):
-        return None
 
 
 def _start_failure(message: str) -> int | None:

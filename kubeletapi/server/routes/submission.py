@@ -8,9 +8,9 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from starlette.responses import Response
 
+from kubeletapi.aio import read_at_most
 from kubeletapi.api.core_v1 import PodList
 from kubeletapi.api.gojson import JSON_TYPE, dumps
-from kubeletapi.errors import InvalidInput
 from kubeletapi.server.apidoc import Doc, documented, model, status
 from kubeletapi.server.host import Host
 from kubeletapi.server.limits import SUBMISSION_BODY_BYTES, SUBMISSION_PATH
@@ -21,12 +21,8 @@ MAX_BODY = SUBMISSION_BODY_BYTES  # the listener refuses a larger body first (se
 
 
 async def _body(request: Request) -> bytes:
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_BODY:
-            raise InvalidInput(f"request body: the pod list is larger than 1.5 MiB ({MAX_BODY} bytes)")
-    return bytes(body)
+    return await read_at_most(request.stream(), MAX_BODY,
+                              f"request body: the pod list is larger than 1.5 MiB ({MAX_BODY} bytes)")
 
 
 async def submit_pods(request: Request) -> Response:

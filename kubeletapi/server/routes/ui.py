@@ -116,12 +116,15 @@ def _pods_data(request: Request) -> Json:
     return pods_table(_host(request).stats_history(), _pod_list(request))
 
 
-def _pod_data(request: Request, namespace: str, pod: str) -> Json:
+def _pod_data(request: Request, namespace: str, pod: str, container: str | None = None) -> Json:
     """The pod view, with its recent events and what its page shows of the node (its name, whether
-    logs are served here)."""
+    logs are served here); NotFound for an unknown pod, or a `container` the pod does not have."""
     host = _host(request)
+    found = find_pod(_pod_list(request), namespace, pod)
+    if container is not None:
+        check_container(found, container)
     history = host.stats_history()
-    view = pod_detail(history, _pod_list(request), namespace, pod)
+    view = pod_detail(history, found)
     return {**view, "events": list(host.pod_events(view["pod"]["uid"])), "node": host.node_name,
             "logs": _logs(request), "time": history.latest().time_s}
 
@@ -148,8 +151,7 @@ async def pod_page(request: Request, namespace: Namespace, pod: PodName) -> Resp
 async def container_page(request: Request, namespace: Namespace, pod: PodName, container: Container) -> Response:
     """One pod with the container's logs open; 404 page for an unknown pod or container."""
     try:
-        check_container(find_pod(_pod_list(request), namespace, pod), container)
-        data = _pod_data(request, namespace, pod)
+        data = _pod_data(request, namespace, pod, container)
     except NotFound as exc:
         return not_found_page(str(exc), 3)
     return _page(request, 3, {"pod": data})
