@@ -191,12 +191,18 @@ class _Parser(argparse.ArgumentParser):
         self.exit(1, f"kubeletapi: error: {message}\n")
 
 
+def _help(text: str) -> str:
+    """A help text as argparse wants it: it formats help with %, so a literal % (10%) is %%."""
+    return text.replace("%", "%%")
+
+
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="kubeletapi", description="A standalone kubelet-compatible node agent.",
                 argument_default=argparse.SUPPRESS, allow_abbrev=False)
     p.add_argument("--version", action="version", version=f"kubeletapi v{__version__}")
     p.add_argument("--config", type=Path, help="KubeletConfiguration file (YAML or JSON); flags override it")
-    for flag, _, kind, text in CONFIG_FLAGS:
+    for flag, _, kind, written in CONFIG_FLAGS:
+        text = _help(written)
         if kind is _bool:
             p.add_argument(flag, type=_bool, nargs="?", const=True, help=text)
         elif flag == "--v":
@@ -213,7 +219,7 @@ def parser() -> argparse.ArgumentParser:
     influx = p.add_argument_group("InfluxDB sink", "write the stats every housekeeping interval in the schema "
                                   "of Telegraf's kubernetes input (off unless --influxdb-url is given)")
     for flag, kind, text in INFLUXDB_FLAGS:
-        influx.add_argument(flag, type=kind, help=text)
+        influx.add_argument(flag, type=kind, help=_help(text))
     return p
 
 

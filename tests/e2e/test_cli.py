@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -217,3 +218,12 @@ def test_kubectl_get_raw(tmp_path: Path, kubectl: str) -> None:
     finally:
         code, out = agent.stop()
     assert code == 0, out
+
+
+def test_help_lists_every_flag_with_its_text() -> None:
+    # argparse formats help texts with %: a threshold written as nodefs.available<10% broke --help.
+    proc = subprocess.run([sys.executable, "-m", "kubeletapi", "--help"], capture_output=True, text=True,
+                          timeout=30, env={**os.environ, "COLUMNS": "300"})  # one line per flag's text
+    assert proc.returncode == 0, proc.stderr
+    assert "e.g. memory.available<100Mi,nodefs.available<10% (default" in proc.stdout, proc.stdout
+    assert all(flag in proc.stdout for flag in ("--config", "--kubeconfig", "--influxdb-url", "--reserved-memory"))
