@@ -18,6 +18,11 @@ SLI the same less the span from the first pull's start to the last pull's end; b
 once per pod, and the first such pod without hostNetwork sets the first-network gauge. Mirror
 pods are tracked like any API pod (the kubelet's config layer exempts only pods whose source is
 not the API server). Times are the injected clock's wall clock.
+
+One difference: the watch may deliver the write that shows the pod running before the write's
+own answer reaches the status sync (both share one event loop here; in the kubelet they race
+too, rarely). The kubelet then measures the pod only at a later watch event, if one comes; here
+the first watch time that showed it running is used as soon as the answer comes.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ class _State:
     first_started_pulling: float | None = None
     last_finished_pulling: float | None = None
     observed_running: float | None = None  # when a status write first showed it running
+    watched_running: float | None = None  # when the watch first showed it running before that write's answer
     recorded: bool = False
 
 
@@ -68,8 +74,15 @@ class PodStartupTracker:
             if not status.get("startTime"):  # only pods this node has not acknowledged yet
                 self._pods[uid] = _State()
             return
-        if state.observed_running is None or state.recorded or not has_started(pod):
+        if state.recorded or not has_started(pod):
             return
+        if state.observed_running is None:
+            if state.watched_running is None:
+                state.watched_running = when
+            return
+        self._record(pod, state, when)
+
+    def _record(self, pod: Mapping[str, Any], state: _State, when: float) -> None:
         created = _created(pod)
         if created is None:
             return
@@ -103,6 +116,8 @@ class PodStartupTracker:
             log.debug("Mark when the pod was running for the first time pod=%s rv=%s", _ref(pod),
                       (pod.get("metadata") or {}).get("resourceVersion", ""))
             state.observed_running = self._clock.now()
+            if state.watched_running is not None:  # the watch showed this write before its answer came
+                self._record(pod, state, state.watched_running)
 
     def delete(self, pod_uid: str) -> None:
         """DeletePodStartupState: the pod's status is dropped from the node."""

@@ -166,6 +166,21 @@ def test_only_the_first_pod_without_host_network_is_the_first_network_pod(clock:
     assert [first for _, _, first in seen.seen] == [False, True, False]
 
 
+def test_a_watch_that_shows_the_write_before_its_answer_counts_from_that_watch(clock: FakeClock) -> None:
+    seen = Observed()
+    tracker = PodStartupTracker(clock, seen)
+    tracker.observed_on_watch(pod(), clock.now())
+    clock.advance(2)
+    tracker.observed_on_watch(pod(started=True), clock.now())  # the write, on the watch first
+    clock.advance(1)
+    tracker.observed_on_watch(pod(started=True), clock.now())  # still before the answer: the first counts
+    assert seen.seen == []
+    clock.advance(1)
+    tracker.status_updated(pod(started=True))  # the answer: measured to the first watch that showed it
+    tracker.observed_on_watch(pod(started=True), clock.now())
+    assert seen.seen == [(3, 3, True)]
+
+
 def test_a_deleted_pod_is_forgotten(clock: FakeClock) -> None:
     seen = Observed()
     tracker = PodStartupTracker(clock, seen)
