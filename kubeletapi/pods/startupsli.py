@@ -77,7 +77,8 @@ class PodStartupTracker:
         if state.recorded or not has_started(pod):
             return
         if state.observed_running is None:
-            if state.watched_running is None:
+            # Only container statuses the node wrote say so (none at all is "started" vacuously).
+            if state.watched_running is None and status.get("containerStatuses"):
                 state.watched_running = when
             return
         self._record(pod, state, when)

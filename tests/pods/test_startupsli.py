@@ -170,7 +170,9 @@ def test_a_watch_that_shows_the_write_before_its_answer_counts_from_that_watch(c
     seen = Observed()
     tracker = PodStartupTracker(clock, seen)
     tracker.observed_on_watch(pod(), clock.now())
-    clock.advance(2)
+    clock.advance(1)
+    tracker.observed_on_watch(pod(containers=0), clock.now())  # no container statuses yet: not running
+    clock.advance(1)
     tracker.observed_on_watch(pod(started=True), clock.now())  # the write, on the watch first
     clock.advance(1)
     tracker.observed_on_watch(pod(started=True), clock.now())  # still before the answer: the first counts
