@@ -50,6 +50,7 @@ from kubeletapi.metrics.kubelet import KubeletMetrics
 from kubeletapi.metrics.memory import MemoryManagerMetrics
 from kubeletapi.metrics.node import NodeStartupMetrics
 from kubeletapi.metrics.pods import LogUsageCollector, PodMetrics, VolumeCountsCollector, VolumeStatMetrics
+from kubeletapi.metrics.podstartup import PodStartupMetrics
 from kubeletapi.metrics.probes import ProbeMetrics
 from kubeletapi.metrics.sinks import SinkCollector
 from kubeletapi.metrics.spec import new_registry
@@ -239,14 +240,16 @@ class Kubelet:
         registry = self._registries["metrics"]
         metrics = PodMetrics(registry)
         startup = NodeStartupMetrics(registry)  # 0 until a registration measures it
+        pod_startup = PodStartupMetrics(registry)  # the first network pod's gauge: 0 until measured
         if self.opts.kubeconfig is not None:
-            self._build_cluster(startup)
+            self._build_cluster(startup, pod_startup)
         api_sources = [("api", self.cluster.pod_source)] if self.cluster is not None else []
         # Pod events are kept for the web UI, then posted when there is an API server.
         kept = KeptEvents(self.recent_events, self.cluster.events if self.cluster is not None else None)
+        cluster = self.cluster
         self.pods = PodWiring(self.cfg, self.opts, self.node_name, str(self.node_ips[0]), self.clock, metrics,
-                              api_sources, api=self.cluster.readers if self.cluster is not None else None,
-                              events=kept)
+                              api_sources, api=cluster.readers if cluster is not None else None,
+                              events=kept, image_pulls=cluster.pod_startup if cluster is not None else None)
         manager = self.pods.manager
         manager.subscribe(lambda: self.recent_events.forget(manager.known))
         manager.subscribe(self._pods_changed)
@@ -271,7 +274,7 @@ class Kubelet:
         self.pods.probes.add_observer(
             ProbeMetrics(self._registries["probes"], self.stats.collector.cfg.agent_start_ns / 1e9))
 
-    def _build_cluster(self, startup: NodeStartupMetrics) -> None:
+    def _build_cluster(self, startup: NodeStartupMetrics, pod_startup: PodStartupMetrics) -> None:
         """Apiserver mode's parts: credentials (bootstrap, rotation) and the cluster wiring."""
         # apiserver mode's modules (API client, httpx, certificates, cryptography, node controller,
         # mirror pods) are imported only here: a standalone node never maps them.
@@ -281,7 +284,8 @@ class Kubelet:
         self.certs = CertificateWiring(self.cfg, self.opts, self.node_name, self.node_ips, self.clock)
         self._serving.issued = self.certs.serving
         self._security.use_credentials(self.certs.credentials)
-        self.cluster = ClusterWiring(self.cfg, self.opts, self.node_name, self.clock, self.certs.credentials, startup)
+        self.cluster = ClusterWiring(self.cfg, self.opts, self.node_name, self.clock, self.certs.credentials, startup,
+                                     pod_startup)
         if self.certs.client is not None:
             self._registries["metrics"].register(ClientCertificateCollector(self.certs.client))
 

@@ -2,8 +2,10 @@
 configuration and the machine, the node controller (registration, status, lease), the API
 server's pod source, the pod status sync, the static pods' mirror pods, what pods read from the
 API server (the ConfigMap and Secret caches, the token manager, the Services for env: `readers`,
-handed to the pod wiring; a change they see pokes the pods concerned), and the event recorder
-(with its own client, as the kubelet's event client: eventRecordQPS and eventBurst).
+handed to the pod wiring; a change they see pokes the pods concerned), the event recorder
+(with its own client, as the kubelet's event client: eventRecordQPS and eventBurst), and the pod
+startup SLI tracker (`pod_startup`: the pod source, the status sync and the pod wiring's image
+pulls report to it).
 
 Built before the pod machinery (which takes the pod source), started after it (the node reports
 the runtime's version). Without --kubeconfig none of this exists: the standalone node is
@@ -38,6 +40,7 @@ from kubeletapi.pods.apistatus import BoundPod, BoundPods, StatusSync
 from kubeletapi.pods.mirror import MirrorPods
 from kubeletapi.pods.objectcache import ObjectCache
 from kubeletapi.pods.services import ServiceEnv
+from kubeletapi.pods.startupsli import PodStartupObserver, PodStartupTracker
 from kubeletapi.pods.tokens import TokenManager
 from kubeletapi.stats.machine import MachineInfo
 
@@ -69,7 +72,8 @@ class ClusterWiring:
     """Everything that speaks to the API server, when --kubeconfig names one."""
 
     def __init__(self, cfg: KubeletConfiguration, opts: NodeOptions, node_name: str, clock: Clock,
-                 credentials: Credentials | None = None, startup: StartupObserver | None = None) -> None:
+                 credentials: Credentials | None = None, startup: StartupObserver | None = None,
+                 pod_startup: PodStartupObserver | None = None) -> None:
         assert opts.kubeconfig is not None
         self._startup_observer, self._agent_start = startup, clock.now()  # kubelet_node_startup_*
         # The node's credentials: shared with the certificate wiring, which replaces them.
@@ -79,7 +83,8 @@ class ClusterWiring:
                                      burst=cfg.event_burst or CLIENT_BURST)
         self.events = EventRecorder(self._events_api, clock, node_name)
         self.events.node_event(reasons.NORMAL, reasons.STARTING, "Starting kubelet.")  # the kubelet's BirthCry
-        self.pod_source = ApiServerSource(self.api, node_name, self._node_exists, clock)
+        self.pod_startup = PodStartupTracker(clock, pod_startup)  # kubelet_pod_start_{sli,total}_*
+        self.pod_source = ApiServerSource(self.api, node_name, self._node_exists, clock, self.pod_startup)
         self.readers = ApiReaders(
             configmaps=ObjectCache(self.api, "configmaps", "configmap", clock, self._poke),
             secrets=ObjectCache(self.api, "secrets", "secret", clock, self._poke),
@@ -110,7 +115,7 @@ class ClusterWiring:
         self.mirrors = MirrorPods(self.api, pods.manager, self._node_name, self._node_uid, pods.statuses.get,
                                   self._clock, mirrors_changed=self._mirrors_changed)
         self.status_sync = StatusSync(self.api, JoinedBoundPods(pods.manager, self.mirrors), self._clock,
-                                      observer=pods.metrics)
+                                      observer=pods.metrics, startup=self.pod_startup)
         pods.statuses.subscribe(self.status_sync.notify)
         pods.manager.subscribe(self.mirrors.notify)
         self._tasks.append(asyncio.create_task(self.status_sync.run(), name="pod-status-sync"))

@@ -33,7 +33,7 @@ from kubeletapi.pods.access import ContainerAccess
 from kubeletapi.pods.apivolumes import ApiVolumes
 from kubeletapi.pods.backoff import Backoff
 from kubeletapi.pods.env import EnvResolver
-from kubeletapi.pods.images import ImageManager
+from kubeletapi.pods.images import ImageManager, PullRecorder
 from kubeletapi.pods.inventory import PodInventory
 from kubeletapi.pods.logrotation import ContainerLogRotator
 from kubeletapi.pods.manager import PodManager
@@ -138,7 +138,8 @@ class PodWiring:
 
     def __init__(self, cfg: KubeletConfiguration, opts: NodeOptions, node_name: str, node_ip: str,
                  clock: Clock, metrics: PodMetrics, extra_sources: Sequence[tuple[str, PodSource]] = (),
-                 api: ApiReaders | None = None, events: PodEventSink | None = None) -> None:
+                 api: ApiReaders | None = None, events: PodEventSink | None = None,
+                 image_pulls: PullRecorder | None = None) -> None:
         isolated = _isolation()
         log_max_size = Quantity.parse(cfg.container_log_max_size).value()
         opts.root_dir.mkdir(parents=True, exist_ok=True)  # the kubelet's root directory (pods, stats' rootFs)
@@ -189,7 +190,8 @@ class PodWiring:
         pod_events = PodEvents(events)  # without an API server: no events (NullRecorder)
         images = ImageManager(self.runtime, clock, serialize=cfg.serialize_image_pulls,
                               max_parallel=cfg.max_parallel_image_pulls,
-                              credentials=PullCredentials(api.secrets) if api is not None else None)
+                              credentials=PullCredentials(api.secrets) if api is not None else None,
+                              pulls=image_pulls)
         self.volumes = volumes = PodVolumes(self.node, api=self._api_volumes(api, clock))
         self.memory = memory_manager(cfg, opts, self.node.memory_capacity,
                                      lambda: self.manager.sources_not_ready() is None)

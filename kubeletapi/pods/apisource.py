@@ -7,6 +7,8 @@ in force (running pods are never touched because the API server is away); the so
 with back-off (1 s doubling to 30 s) and lists afresh, and a watch whose version the server no
 longer has (410 Gone) lists afresh at once. Mirror pods (the API's copies of static pods,
 annotation kubernetes.io/config.mirror) are not pods to run: they are reported beside the set.
+Every pod of each set, mirror pods included, goes to the pod startup SLI tracker with the time
+the set arrived (the kubelet's config layer calls ObservedPodOnWatch so).
 """
 
 from __future__ import annotations
@@ -43,6 +45,12 @@ class PodsApi(Protocol):
               timeout_s: int = WATCH_TIMEOUT_S) -> AsyncIterator[Json]: ...
 
 
+class StartupWatch(Protocol):
+    """The pod startup SLI tracker (pods.startupsli.PodStartupTracker)."""
+
+    def observed_on_watch(self, pod: Mapping[str, Any], when: float) -> None: ...
+
+
 def _now(clock: Clock) -> dt.datetime:
     return dt.datetime.fromtimestamp(clock.now(), dt.UTC)
 
@@ -53,8 +61,10 @@ def origin(obj: Mapping[str, Any]) -> str:
 
 
 class ApiServerSource:
-    def __init__(self, api: PodsApi, node_name: str, ready: Callable[[], Awaitable[object]], clock: Clock) -> None:
+    def __init__(self, api: PodsApi, node_name: str, ready: Callable[[], Awaitable[object]], clock: Clock,
+                 startup: StartupWatch | None = None) -> None:
         self._api = api
+        self._startup = startup
         self._params = {"fieldSelector": f"spec.nodeName={node_name}"}
         self._ready = ready
         self._clock = clock
@@ -117,7 +127,10 @@ class ApiServerSource:
     def _update(self) -> PodUpdate:
         results = []
         mirrors = []
+        seen_at = self._clock.now()
         for uid, obj in self._objects.items():
+            if self._startup is not None:
+                self._startup.observed_on_watch(obj, seen_at)
             annotations = (obj.get("metadata") or {}).get("annotations") or {}
             if CONFIG_MIRROR in annotations:
                 mirrors.append(self._mirror(uid, obj))

@@ -14,6 +14,9 @@
 - kubelet_pod_status_sync_duration_seconds: from the first pass that found a pod's status changed
   to the pass that wrote it (or found nothing left to write), truncated to milliseconds as the
   kubelet's; several changes before one write are one observation, an outage's retries included.
+- The pod startup SLI tracker (pods.startupsli) gets the pod the API server returns for every
+  patch sent (the kubelet's RecordStatusUpdated), and forgets a pod that left the node
+  (DeletePodStartupState).
 - The API server away: nothing is lost; what is pending goes out when it answers again. A pod the
   API no longer has (404, or 409 for a UID precondition) is dropped; a Forbidden answer is
   logged with the pod named.
@@ -72,6 +75,14 @@ class StatusSyncObserver(Protocol):
         """A changed status reached the API server `duration_s` after the change was found."""
 
 
+class StartupStates(Protocol):
+    """The pod startup SLI tracker (pods.startupsli.PodStartupTracker)."""
+
+    def status_updated(self, pod: Mapping[str, Any]) -> None: ...
+
+    def delete(self, pod_uid: str) -> None: ...
+
+
 class StatusApi(Protocol):
     """Pod status writes and deletes (apiclient.ApiClient)."""
 
@@ -107,8 +118,10 @@ def status_patch(current: Mapping[str, Any], desired: Mapping[str, Any], foreign
 
 class StatusSync:
     def __init__(self, api: StatusApi, pods: BoundPods, clock: Clock, resync_s: float = RESYNC_S,
-                 observer: StatusSyncObserver | None = None) -> None:
+                 observer: StatusSyncObserver | None = None, startup: StartupStates | None = None) -> None:
         self._api = api
+        self._startup = startup
+        self._live: set[str] = set()  # the uids of the last pass's pods
         self._observer = observer
         self._changed_at: dict[str, float] = {}  # uid -> when a pass first found its status changed
         self._pods = pods
@@ -142,6 +155,10 @@ class StatusSync:
         rest waits for the next pass)."""
         pods = self._pods.bound_pods()
         live = {p.uid for p in pods}
+        if self._startup is not None:
+            for uid in self._live - live:
+                self._startup.delete(uid)
+        self._live = live
         self._sent = {uid: s for uid, s in self._sent.items() if uid in live}
         self._changed_at = {uid: t for uid, t in self._changed_at.items() if uid in live}
         self._deleted &= live
@@ -181,8 +198,10 @@ class StatusSync:
                     *foreign_conditions(reported), *sent.get("conditions", [])]}
                 patch = status_patch(current, desired, foreign_conditions(reported))
                 if patch:
-                    await self._api.patch(f"{path}/status", {"metadata": {"uid": pod.uid}, "status": patch})
+                    written = await self._api.patch(f"{path}/status", {"metadata": {"uid": pod.uid}, "status": patch})
                     self.patches += 1
+                    if self._startup is not None:
+                        self._startup.status_updated(written)
                 self._sent[pod.uid] = desired
                 self._synced(pod.uid)
         if pod.deleting and pod.finished and (pod.status is None or pod.uid in self._sent):

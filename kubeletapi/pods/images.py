@@ -26,6 +26,8 @@ evalCRIPullErr), serialized_image_puller.go and parallel_image_puller.go:
   durations cut to the millisecond); Warning Failed `Failed to pull image "x": <error>`; Normal
   BackOff `Back-off pulling image "x"`; Warning InspectFailed and ErrImageNeverPull with the
   waiting message.
+- The pod startup SLI tracker (apiserver mode) hears when each pull starts (past the back-off)
+  and when it succeeds, as the kubelet's podPullingTimeRecorder.
 """
 
 from __future__ import annotations
@@ -74,6 +76,14 @@ class Credentials(Protocol):
     async def credentials(self, namespace: str, secret_names: Sequence[str], image: str) -> list[AuthConfig]: ...
 
 
+class PullRecorder(Protocol):
+    """The pod startup SLI tracker (pods.startupsli.PodStartupTracker): when a pod's pulls ran."""
+
+    def image_started_pulling(self, pod_uid: str) -> None: ...
+
+    def image_finished_pulling(self, pod_uid: str) -> None: ...
+
+
 class ImageEvents(Protocol):
     """Reports an event about the container whose image this is (the syncer binds it)."""
 
@@ -111,9 +121,10 @@ def with_default_tag(image: str) -> str:
 class ImageManager:
     def __init__(
         self, images: ImageService, clock: Clock, *, serialize: bool = True, max_parallel: int | None = None,
-        credentials: Credentials | None = None,
+        credentials: Credentials | None = None, pulls: PullRecorder | None = None,
     ) -> None:
         self._images = images
+        self._pulls = pulls
         self._credentials = credentials
         self._clock = clock
         self._backoff = Backoff(clock, IMAGE_BACKOFF_S, MAX_IMAGE_BACKOFF_S, IMAGE_BACKOFF_RESET_S)
@@ -148,11 +159,12 @@ class ImageManager:
                 log.warning("%s", message)
                 report(reasons.WARNING, reasons.ERR_IMAGE_NEVER_PULL, message)
                 return ImageResult(reason=ERR_IMAGE_NEVER_PULL, message=message)
-        return await self._pull(f"{pod_uid}_{image}", image, spec_image, sandbox, pull_secrets, events)
+        return await self._pull(pod_uid, image, spec_image, sandbox, pull_secrets, events)
 
-    async def _pull(self, key: str, image: str, spec_image: str, sandbox: SandboxConfig | None,
+    async def _pull(self, pod_uid: str, image: str, spec_image: str, sandbox: SandboxConfig | None,
                     pull_secrets: Sequence[str], events: ImageEvents | None) -> ImageResult:
         report = events or _no_events
+        key = f"{pod_uid}_{image}"
         failed_at = self._failed_at.get(key)
         if failed_at is not None and (remaining := self._backoff.remaining(key, failed_at)) > 0:
             message = f"Back-off pulling image {_quote(image)}"
@@ -161,6 +173,8 @@ class ImageManager:
                 message += f": {self._last_error[key]}"
             return ImageResult(reason=IMAGE_PULL_BACKOFF, message=message, retry_s=remaining)
         self._last_error.pop(key, None)
+        if self._pulls is not None:
+            self._pulls.image_started_pulling(pod_uid)
         log.info("Pulling image %s", _quote(image))
         report(reasons.NORMAL, reasons.PULLING, f"Pulling image {_quote(image)}")
         began = self._clock.monotonic()
@@ -179,6 +193,8 @@ class ImageManager:
             reason, message = _pull_error(image, str(exc))
             self._last_error[key] = f"{reason}: {message}"
             return ImageResult(reason=reason, message=message, retry_s=self._backoff.current(key))
+        if self._pulls is not None:
+            self._pulls.image_finished_pulling(pod_uid)
         waited = self._clock.monotonic() - began
         log.info("Successfully pulled image %s in %.3fs", _quote(image), waited)
         report(reasons.NORMAL, reasons.PULLED, f"Successfully pulled image {_quote(image)} in {_ms(pulled_in)} "

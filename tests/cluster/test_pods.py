@@ -1,5 +1,6 @@
-"""Pods from the API server: scheduled onto the node, run, reported (status patches), and
-deleted gracefully (the container sees SIGTERM; the node deletes the pod once it stopped)."""
+"""Pods from the API server: scheduled onto the node, run, reported (status patches), measured
+(the pod startup SLI's families on /metrics and its log line), and deleted gracefully (the
+container sees SIGTERM; the node deletes the pod once it stopped)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import json
 import time
 from typing import Any
 
+import httpx
 import pytest
 
+from kubeletapi.api.core_v1 import parse_time
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.node import Node
 from tests.podtools import wait_for
@@ -70,15 +73,58 @@ def test_a_deleted_pod_terminates_gracefully_and_is_removed(node: Node, control_
                  "containers": [{"name": "main", "image": "busybox:1.36", "command": ["sh", "-c", script],
                                  "volumeMounts": [{"name": "out", "mountPath": "/out"}]}]},
     }
+    before = _startup_sli(node)
+    assert before["kubelet_first_network_pod_start_sli_duration_seconds"] == 0  # shown from the start
     control_plane.kubectl("apply", "-f", "-", input_=json.dumps(manifest))
-    wait_for(lambda: _running_and_ready(_get_pod(control_plane, namespace, "graceful") or {}), timeout=30,
-             what="the pod Running")
+
+    def running() -> dict[str, Any] | None:
+        pod = _get_pod(control_plane, namespace, "graceful")
+        return pod if pod is not None and _running_and_ready(pod) else None
+
+    pod = wait_for(running, timeout=30, what="the pod Running")
+    _check_startup_sli(node, pod, before)
     started = time.monotonic()
     control_plane.kubectl("delete", "pod", "graceful", "-n", namespace, "--wait=false")
     wait_for(lambda: _get_pod(control_plane, namespace, "graceful") is None, timeout=30,
              what="the node deletes the pod from the API server")
     assert (out / "sigterm").read_text().strip() == "got-sigterm"
     assert time.monotonic() - started < 20  # the container exited on SIGTERM, not at the grace period's end
+
+
+SLI_COUNTS = ("kubelet_pod_start_sli_duration_seconds", "kubelet_pod_start_total_duration_seconds")
+
+
+def _startup_sli(node: Node) -> dict[str, float]:
+    """The pod startup SLI's samples on the node's /metrics (a histogram not shown yet: count and sum 0)."""
+    text = httpx.get(f"http://{node.address}:{node.flag('--read-only-port')}/metrics", timeout=10).text
+    out = {f"{name}_{part}": 0.0 for name in SLI_COUNTS for part in ("count", "sum")}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in out or name == "kubelet_first_network_pod_start_sli_duration_seconds":
+            out[name] = float(value)
+    return out
+
+
+def _check_startup_sli(node: Node, pod: dict[str, Any], before: dict[str, float]) -> None:
+    """The pod, created through the API server, counted once by both histograms, within its
+    creationTimestamp to now (at least to its container's start); the node's first network pod."""
+    def counted() -> dict[str, float] | None:
+        now = _startup_sli(node)
+        return now if now["kubelet_pod_start_total_duration_seconds_count"] > before[
+            "kubelet_pod_start_total_duration_seconds_count"] else None
+
+    after = wait_for(counted, timeout=10, what="the pod's startup measured")
+    seen = time.time()
+    created = parse_time(pod["metadata"]["creationTimestamp"]).timestamp()
+    running = parse_time(pod["status"]["containerStatuses"][0]["state"]["running"]["startedAt"]).timestamp()
+    for name in SLI_COUNTS:
+        assert after[f"{name}_count"] == before[f"{name}_count"] + 1, (name, before, after)
+    sli, total = (after[f"{name}_sum"] - before[f"{name}_sum"] for name in SLI_COUNTS)
+    assert running - created <= total <= seen - created, (created, running, seen, total)
+    assert 0 < sli <= total
+    assert after["kubelet_first_network_pod_start_sli_duration_seconds"] > 0  # not hostNetwork: the first one
+    logged = f'Observed pod startup duration pod="{pod["metadata"]["namespace"]}/graceful" podStartSLOduration='
+    assert logged in node.log.read_text(errors="replace")
 
 
 def _get_pod(plane: ControlPlane, namespace: str, name: str) -> dict[str, Any] | None:

@@ -176,6 +176,10 @@ def test_pod_metrics(start_agent: Callable[..., Agent], tmp_path: Path) -> None:
     assert _value(fams, "kubelet_started_pods_errors") == 0 and _value(fams, "kubelet_orphaned_runtime_pods") == 0
     assert _value(fams, "kubelet_mirror_pods") == 0 and _value(fams, "kubelet_lifecycle_handler_http_fallbacks") == 0
     assert _value(fams, "kubelet_node_startup_duration_seconds") == 0  # standalone: no registration
+    # the pod startup SLI: static pods are never measured; the first network pod's gauge shows its 0
+    assert _value(fams, "kubelet_first_network_pod_start_sli_duration_seconds") == 0
+    assert "kubelet_pod_start_sli_duration_seconds" not in fams
+    assert "kubelet_pod_start_total_duration_seconds" not in fams
     logs = fams["kubelet_container_log_filesystem_used_bytes"]
     assert {tuple(sorted(s.labels)) for s in logs.samples} == {("container", "namespace", "pod", "uid")}
     for name, buckets in BUCKETS.items():
