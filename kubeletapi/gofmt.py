@@ -3,12 +3,15 @@
 - go_list: %v of a []string (`[a b c]`);
 - go_float: strconv.FormatFloat(v, 'g', -1, 64), which is also fmt's %v of a float64
   (`1.2345678e+07`, `0.5`, `3`); the metrics encoders call it for every sample, so integers take a
-  fast path.
+  fast path;
+- go_time: %v of a time.Time in UTC (`2006-01-02 15:04:05.999999999 +0000 UTC`);
+- go_duration: a time.Duration's String() (`1m2.5s`, `300ms`).
 """
 
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Sequence
 
@@ -77,3 +80,33 @@ def _exp_form(digits: str, exp: int, negative: bool) -> str:
     mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
     sign = "-" if exp < 0 else "+"
     return f"{'-' if negative else ''}{mantissa}e{sign}{abs(exp):02d}"
+
+
+def go_time(moment: float | None) -> str:
+    """A time.Time as %v prints it in UTC: `2006-01-02 15:04:05.999999999 +0000 UTC`."""
+    if moment is None:
+        return "0001-01-01 00:00:00 +0000 UTC"
+    at = dt.datetime.fromtimestamp(moment, dt.UTC)
+    text = at.strftime("%Y-%m-%d %H:%M:%S")
+    if at.microsecond:
+        text += f".{at.microsecond:06d}".rstrip("0")
+    return text + " +0000 UTC"
+
+
+def go_duration(seconds: float) -> str:
+    """A time.Duration as String() prints it (to the microsecond): `1m2.5s`, `1.5s`, `300ms`, `0s`."""
+    micros = round(seconds * 1_000_000)
+    if micros == 0:
+        return "0s"
+    sign, micros = ("-", -micros) if micros < 0 else ("", micros)
+    if micros < 1_000_000:
+        unit, scale = ("µs", 1) if micros < 1000 else ("ms", 1000)
+        return sign + _trim(micros / scale) + unit
+    hours, rest = divmod(micros, 3_600_000_000)
+    minutes, rest = divmod(rest, 60_000_000)
+    text = (f"{hours}h" if hours else "") + (f"{minutes}m" if hours or minutes else "")
+    return sign + text + _trim(rest / 1_000_000) + "s"
+
+
+def _trim(value: float) -> str:
+    return f"{value:.6f}".rstrip("0").rstrip(".")

@@ -27,7 +27,6 @@ the first watch time that showed it running is used as soon as the answer comes.
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from typing import Any, Protocol
 
 from kubeletapi.api.core_v1 import parse_time
 from kubeletapi.clock import Clock
+from kubeletapi.gofmt import go_duration, go_time
 
 log = logging.getLogger(__name__)
 TERMINAL = ("Succeeded", "Failed")
@@ -172,36 +172,6 @@ def _span(start: float | None, end: float | None) -> float:
     if start is None or end is None:
         return 0.0
     return end - start
-
-
-def go_time(moment: float | None) -> str:
-    """A time.Time as %v prints it in UTC: `2006-01-02 15:04:05.999999999 +0000 UTC`."""
-    if moment is None:
-        return "0001-01-01 00:00:00 +0000 UTC"
-    at = dt.datetime.fromtimestamp(moment, dt.UTC)
-    text = at.strftime("%Y-%m-%d %H:%M:%S")
-    if at.microsecond:
-        text += f".{at.microsecond:06d}".rstrip("0")
-    return text + " +0000 UTC"
-
-
-def go_duration(seconds: float) -> str:
-    """A time.Duration as String() prints it (to the microsecond): `1m2.5s`, `1.5s`, `300ms`, `0s`."""
-    micros = round(seconds * 1_000_000)
-    if micros == 0:
-        return "0s"
-    sign, micros = ("-", -micros) if micros < 0 else ("", micros)
-    if micros < 1_000_000:
-        unit, scale = ("µs", 1) if micros < 1000 else ("ms", 1000)
-        return sign + _trim(micros / scale) + unit
-    hours, rest = divmod(micros, 3_600_000_000)
-    minutes, rest = divmod(rest, 60_000_000)
-    text = (f"{hours}h" if hours else "") + (f"{minutes}m" if hours or minutes else "")
-    return sign + text + _trim(rest / 1_000_000) + "s"
-
-
-def _trim(value: float) -> str:
-    return f"{value:.6f}".rstrip("0").rstrip(".")
 
 
 def _quoted(text: str) -> str:

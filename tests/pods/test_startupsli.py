@@ -21,7 +21,7 @@ from kubeletapi.metrics.spec import new_registry
 from kubeletapi.pods.apisource import ApiServerSource
 from kubeletapi.pods.apistatus import BoundPod, StatusSync
 from kubeletapi.pods.images import ImageManager
-from kubeletapi.pods.startupsli import PodStartupTracker, go_duration, go_time, has_started
+from kubeletapi.pods.startupsli import PodStartupTracker, has_started
 from tests.pods.test_apisource import ScriptedApi, listed
 from tests.pods.test_apistatus import Pods, RecordingApi
 from tests.pods.test_images import FakeImages
@@ -202,12 +202,6 @@ def test_the_log_line_has_the_kubelets_keys(clock: FakeClock, caplog: pytest.Log
                            'podStartE2EDuration="1m2.25s" podCreationTimestamp="2027-01-15 08:00:00 +0000 UTC" '
                            'firstStartedPulling="0001-01-01 00:00:00 +0000 UTC" ')
     assert 'watchObservedRunningTime="2027-01-15 08:01:02.25 +0000 UTC"' in line
-
-
-def test_go_forms() -> None:
-    assert [go_duration(s) for s in (0, 0.0005, 0.3, 1.5, 62.25, 3723)] == ["0s", "500µs", "300ms", "1.5s",
-                                                                           "1m2.25s", "1h2m3s"]
-    assert go_time(None) == "0001-01-01 00:00:00 +0000 UTC"
 
 
 # --- /metrics -------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from kubeletapi.config.gosyntax import atoi, cpuset_error, parse_float32, url_error, url_scheme
-from kubeletapi.gofmt import go_float, go_quote
+from kubeletapi.gofmt import go_duration, go_float, go_quote, go_time
 
 P = pytest.param
 
@@ -117,3 +117,9 @@ def test_go_float(value: float, text: str) -> None:
 )
 def test_url(raw: str, scheme: str, error: str | None) -> None:
     assert (url_scheme(raw), url_error(raw)) == (scheme, error)
+
+
+def test_go_time_and_duration() -> None:
+    assert [go_duration(s) for s in (0, 0.0005, 0.3, 1.5, 62.25, 3723)] == ["0s", "500µs", "300ms", "1.5s",
+                                                                           "1m2.25s", "1h2m3s"]
+    assert go_time(None) == "0001-01-01 00:00:00 +0000 UTC"
