@@ -46,6 +46,7 @@ from kubeletapi.runtime import types as rt
 
 log = logging.getLogger(__name__)
 REFUSED = "PodNotSupported"  # the reason an API pod this node cannot decode is Failed with
+TERMINAL = ("Succeeded", "Failed")
 
 
 class ProbeWorkers(Protocol):
@@ -153,11 +154,6 @@ class PodManager:
         self._desired = admitted
         self._rejected = rejected
         self._manifests = records
-        if self._observer is not None:  # static pods apart, as the kubelet's HandlePodCleanups counts
-            for static in (True, False):
-                active = sum(1 for pod in admitted.values() if is_static(pod) == static)
-                refused = sum(1 for pod in rejected.values() if is_static(pod) == static)
-                self._observer.pods_counted(static, active + refused, active)
 
     def _now(self) -> dt.datetime:
         return dt.datetime.fromtimestamp(self._clock.now(), dt.UTC)
@@ -292,6 +288,26 @@ class PodManager:
                 working = count_working(self._desired, self._killing, self._terminated, self._evicted,
                                         self._orphans_killing)
                 self._observer.pods_cleaned_up(working, orphans, len(self.mirror_pods() or ()))
+                self._count_pods(self._observer)
+
+    def _count_pods(self, observer: ManagerObserver) -> None:
+        """kubelet_desired_pods / kubelet_active_pods, static pods apart, as HandlePodCleanups sets
+        them: desired, every pod its sources define (admitted, refused at admission, kept evicted);
+        active, those filterOutInactivePods keeps: not killed and kept (known terminated), and not
+        in a terminal phase (Succeeded, Failed: a pod that ran to completion) unless being killed."""
+        defined = [*self._desired.values(), *self._rejected.values(), *self._evicted.values()]
+        active = [pod for uid, pod in self._desired.items() if self._active(uid, pod)]
+        for static in (True, False):
+            observer.pods_counted(static, sum(1 for pod in defined if is_static(pod) == static),
+                                  sum(1 for pod in active if is_static(pod) == static))
+
+    def _active(self, uid: str, pod: Pod) -> bool:
+        if uid in self._terminated:
+            return False
+        if uid in self._killing or uid in self._terminating:
+            return True  # terminal or not, a pod whose termination runs still counts
+        status = self._statuses.get(uid)
+        return pod.status.phase not in TERMINAL and (status is None or status.phase not in TERMINAL)
 
     def _kill_orphans(self) -> int:
         """Kill the runtime's pods no source defines; returns how many no pod worker knew."""

@@ -167,6 +167,15 @@ class TLSProtocol(SSLProtocol):
             self._process_outgoing()  # type: ignore[attr-defined] # writes what OpenSSL queued: the alert
         super()._on_handshake_complete(handshake_exc)
 
+    def _do_shutdown(self) -> None:
+        """Close as Go's tls.Conn.Close does: send close_notify, then close the socket once what is
+        queued is written, without waiting for the peer's close_notify. asyncio waits for it (up to
+        30 s); a client keeping an idle pooled connection never sends it, so at stop every idle TLS
+        keep-alive connection held uvicorn's graceful shutdown until its timeout."""
+        super()._do_shutdown()  # type: ignore[misc]
+        if self._shutdown_timeout_handle is not None:  # type: ignore[attr-defined] # the peer's awaited
+            self._on_shutdown_complete(None)  # type: ignore[attr-defined]
+
 
 def tls_extension(transport: asyncio.BaseTransport) -> dict[str, Any] | None:
     """The ASGI TLS extension dict for a connection, or None on a plain connection."""

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import http.client
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -11,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import LOOPBACK, AgentProcess, agent_args
+from tests.helpers import LOOPBACK, AgentProcess, agent_args, tls_client_context
 
 pytestmark = pytest.mark.e2e
 HEADER = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
@@ -188,6 +190,36 @@ def test_sigterm_stops_cleanly_and_pki_is_reused(tmp_path: Path) -> None:
     assert "Generating" not in out
     after = {p.name: p.read_bytes() for p in (tmp_path / "certs").iterdir() if p.name != "admin.kubeconfig"}
     assert after == before
+
+
+def test_sigterm_closes_an_idle_tls_keep_alive_connection_at_once(tmp_path: Path) -> None:
+    """A client holds an idle keep-alive HTTPS connection (one request served) when the agent is
+    stopped: the agent closes it at once (the client reads close_notify, then EOF) and exits 0
+    without waiting out uvicorn's graceful shutdown. asyncio's TLS close used to wait for the
+    client's close_notify, which an idle pooled client never sends: the connection stayed open
+    until uvicorn gave up ("Cancel 0 running task(s), timeout graceful shutdown exceeded")."""
+    args = agent_args(tmp_path)
+    agent = AgentProcess(args)
+    try:
+        agent.wait_healthy(f"http://{LOOPBACK}:{args[args.index('--healthz-port') + 1]}/healthz")
+        certs = tmp_path / "certs"
+        ctx = tls_client_context(certs / "ca.crt", (certs / "admin.crt", certs / "admin.key"))
+        conn = http.client.HTTPSConnection(LOOPBACK, int(args[args.index("--port") + 1]), timeout=30, context=ctx)
+        try:
+            conn.request("GET", "/healthz")
+            response = conn.getresponse()
+            assert (response.status, response.read()) == (200, b"ok")
+            assert not response.will_close  # the connection is kept alive, idle
+            agent.proc.send_signal(signal.SIGTERM)
+            code, out = agent.wait_exit()  # the client neither reads nor closes meanwhile, as a pool
+            assert conn.sock is not None
+            assert conn.sock.recv(1) == b""  # the agent closed it (close_notify, then EOF)
+        finally:
+            conn.close()
+    finally:
+        agent.stop()
+    assert code == 0, out
+    assert "graceful shutdown exceeded" not in out, out
 
 
 @pytest.fixture

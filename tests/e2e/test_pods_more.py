@@ -104,6 +104,14 @@ def test_failed_post_start_hook_kills_the_container(start_agent: Callable[..., A
     pod = wait_for(lambda: (p := pods(agent).get("p-testnode")) and "terminated" in polled(p, "c")["state"]
                    and p, what="killed")
     assert pod["status"]["phase"] == "Failed"
+    # A pod that is finished (terminal, not being killed) is still desired but no longer active.
+
+    def counts() -> tuple[float, float]:
+        with agent.admin() as client:
+            fams = {f.name: f for f in text_string_to_metric_families(client.get(agent.url(path="/metrics")).text)}
+        return _value(fams, "kubelet_desired_pods", static="true"), _value(fams, "kubelet_active_pods", static="true")
+
+    wait_for(lambda: counts() == (1, 0), what="desired 1, active 0")
 
 
 def test_removal_cleans_cgroups_state_and_volumes(start_agent: Callable[..., Agent], tmp_path: Path) -> None:

@@ -192,6 +192,7 @@ def test_desired_and_active_pods_count_static_pods_apart(tmp_path: Path) -> None
         try:
             manager.apply(PodUpdate("file", (ManifestResult("/x/kept.yaml", pod=kept),)))
             manager.apply(PodUpdate("api", (ManifestResult("api", pod=api),)))
+            await manager.housekeeping()  # HandlePodCleanups sets them
             assert value(registry, "kubelet_desired_pods", static="true") == 1
             assert value(registry, "kubelet_active_pods", static="true") == 1
             assert value(registry, "kubelet_desired_pods", static="") == 1
@@ -201,5 +202,33 @@ def test_desired_and_active_pods_count_static_pods_apart(tmp_path: Path) -> None
             await manager.stop()
             await syncer.kill(kept)
             await syncer.kill(api)
+
+    asyncio.run(go())
+
+
+def test_a_pod_that_ran_to_completion_is_desired_but_not_active(tmp_path: Path) -> None:
+    """filterOutInactivePods: a pod in a terminal phase (restartPolicy Never, its container exited 0:
+    Succeeded) whose termination is not under way is not active; its source still defines it, so
+    it stays desired. The counts are set at housekeeping (HandlePodCleanups), not on an update."""
+
+    async def go() -> None:
+        registry, _, syncer, manager = managed(tmp_path, ["file"])
+        base = decode_pod(manifest("done", container("c", ["true"]), "restartPolicy: Never").encode(), "test")
+        done = make_static(base, "n", "file", "/x/done.yaml", dt.datetime.fromtimestamp(START, dt.UTC))
+        try:
+            manager.apply(PodUpdate("file", (ManifestResult("/x/done.yaml", pod=done),)))
+            assert value(registry, "kubelet_desired_pods", static="true") == 0  # not before housekeeping
+            for _ in range(400):  # until the pod's status says its container is done
+                await manager.housekeeping()
+                if [p.status.phase for p in manager.pods()] == ["Succeeded"]:
+                    break
+                await asyncio.sleep(0.025)
+            assert [p.status.phase for p in manager.pods()] == ["Succeeded"]
+            await manager.housekeeping()
+            assert value(registry, "kubelet_desired_pods", static="true") == 1
+            assert value(registry, "kubelet_active_pods", static="true") == 0
+        finally:
+            await manager.stop()
+            await syncer.kill(done)
 
     asyncio.run(go())

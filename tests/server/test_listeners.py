@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import threading
+import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import psutil
 import pytest
 
 from kubeletapi.server.listeners import bind
-from tests.fakehost import FakeNode
+from tests.fakehost import FakeHost, FakeNode
 from tests.helpers import Agent, agent_args, tls_client_context
 
 
@@ -87,3 +90,47 @@ def server_sides(port: int) -> list[str]:
     its connections, with their states."""
     return [c.status for c in psutil.Process().net_connections(kind="tcp")
             if c.laddr and c.laddr.port == port and c.status != psutil.CONN_LISTEN]
+
+
+def test_a_request_in_flight_at_stop_finishes_over_tls(tmp_path: Path) -> None:
+    """The stop closes idle connections at once but lets a request under way finish: its response
+    arrives whole, with `Connection: close`, after the listening socket is closed."""
+    started, release = threading.Event(), threading.Event()
+
+    async def slow(namespace: str, pod: str, uid: str | None, container: str, cmd: Sequence[str]) -> bytes:
+        started.set()
+        while not release.is_set():  # the test releases it once the stop has begun
+            await asyncio.sleep(0.01)
+        return b"finished\n"
+
+    node = FakeNode(agent_args(tmp_path), FakeHost(run_in_container=slow))
+    port = node.port("secure")
+    ctx = tls_client_context(node.certs / "ca.crt", (node.certs / "admin.crt", node.certs / "admin.key"))
+    stopper = threading.Thread(target=node.close)
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
+                ctx.wrap_socket(raw, server_hostname="127.0.0.1") as conn:
+            conn.sendall(b"POST /run/ns/p/c?cmd=true HTTP/1.1\r\nHost: node\r\nContent-Length: 0\r\n\r\n")
+            assert started.wait(10)
+            stopper.start()
+            while _accepts(port):  # the stop has begun once the listening socket is gone
+                time.sleep(0.01)
+            release.set()
+            answer = b""
+            while chunk := conn.recv(4096):
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.1 200 OK"), answer
+        assert b"connection: close" in answer.lower() and answer.endswith(b"finished\n"), answer
+    finally:
+        release.set()
+        if stopper.ident is not None:
+            stopper.join(30)
+        node.close()  # idempotent: stops the node if the test failed before its stop
+
+
+def _accepts(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
