@@ -638,6 +638,10 @@ class PodIP(WireModel):
     ip: str = ""
 
 
+# The phases of a pod that ran to its end: it will not run again (PodSucceeded, PodFailed).
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
 class PodStatus(WireModel):
     observed_generation: Int64 = 0
     phase: str = ""

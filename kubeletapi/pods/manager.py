@@ -28,7 +28,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
-from kubeletapi.api.core_v1 import Container, ObjectMeta, Pod, PodSpec, PodStatus
+from kubeletapi.api.core_v1 import TERMINAL_PHASES, Container, ObjectMeta, Pod, PodSpec, PodStatus
 from kubeletapi.clock import Clock
 from kubeletapi.cm.qos import qos_class
 from kubeletapi.pods.admission import API_SOURCE, AdmissionObserver, ManifestRecord, PodAdmission, PodAdmitHandler
@@ -41,12 +41,11 @@ from kubeletapi.pods.status import REJECTED_PREFIX, evicted_status, rejected_sta
 from kubeletapi.pods.statusstore import StatusStore
 from kubeletapi.pods.sync import PodSyncer
 from kubeletapi.pods.workers import PodWorkers
-from kubeletapi.pods.workingpods import WorkingKey, count_working
+from kubeletapi.pods.workingpods import WorkingKey, count_pods, count_working
 from kubeletapi.runtime import types as rt
 
 log = logging.getLogger(__name__)
 REFUSED = "PodNotSupported"  # the reason an API pod this node cannot decode is Failed with
-TERMINAL = ("Succeeded", "Failed")
 
 
 class ProbeWorkers(Protocol):
@@ -288,26 +287,20 @@ class PodManager:
                 working = count_working(self._desired, self._killing, self._terminated, self._evicted,
                                         self._orphans_killing)
                 self._observer.pods_cleaned_up(working, orphans, len(self.mirror_pods() or ()))
-                self._count_pods(self._observer)
-
-    def _count_pods(self, observer: ManagerObserver) -> None:
-        """kubelet_desired_pods / kubelet_active_pods, static pods apart, as HandlePodCleanups sets
-        them: desired, every pod its sources define (admitted, refused at admission, kept evicted);
-        active, those filterOutInactivePods keeps: not killed and kept (known terminated), and not
-        in a terminal phase (Succeeded, Failed: a pod that ran to completion) unless being killed."""
-        defined = [*self._desired.values(), *self._rejected.values(), *self._evicted.values()]
-        active = [pod for uid, pod in self._desired.items() if self._active(uid, pod)]
-        for static in (True, False):
-            observer.pods_counted(static, sum(1 for pod in defined if is_static(pod) == static),
-                                  sum(1 for pod in active if is_static(pod) == static))
+                defined = [*self._desired.values(), *self._rejected.values(), *self._evicted.values()]
+                active = [pod for uid, pod in self._desired.items() if self._active(uid, pod)]
+                for static, (desired_n, active_n) in count_pods(defined, active).items():
+                    self._observer.pods_counted(static, desired_n, active_n)
 
     def _active(self, uid: str, pod: Pod) -> bool:
+        """filterOutInactivePods: not killed and kept (known terminated), and not in a terminal
+        phase (a pod that ran to completion) unless its termination runs."""
         if uid in self._terminated:
             return False
         if uid in self._killing or uid in self._terminating:
-            return True  # terminal or not, a pod whose termination runs still counts
+            return True
         status = self._statuses.get(uid)
-        return pod.status.phase not in TERMINAL and (status is None or status.phase not in TERMINAL)
+        return pod.status.phase not in TERMINAL_PHASES and (status is None or status.phase not in TERMINAL_PHASES)
 
     def _kill_orphans(self) -> int:
         """Kill the runtime's pods no source defines; returns how many no pod worker knew."""

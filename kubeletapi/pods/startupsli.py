@@ -32,12 +32,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kubeletapi.api.core_v1 import parse_time
+from kubeletapi.api.core_v1 import TERMINAL_PHASES, parse_time
 from kubeletapi.clock import Clock
 from kubeletapi.gofmt import go_duration, go_time
 
 log = logging.getLogger(__name__)
-TERMINAL = ("Succeeded", "Failed")
 
 
 class PodStartupObserver(Protocol):
@@ -66,7 +65,7 @@ class PodStartupTracker:
         """ObservedPodOnWatch: `pod` (wire form) in a set the API server's watch delivered at `when`."""
         uid = _uid(pod)
         status = pod.get("status") or {}
-        if status.get("phase") in TERMINAL:
+        if status.get("phase") in TERMINAL_PHASES:
             self._pods.pop(uid, None)
             return
         state = self._pods.get(uid)

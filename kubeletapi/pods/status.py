@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kubeletapi.api.core_v1 import (
+    TERMINAL_PHASES,
     Container,
     ContainerState,
     ContainerStateRunning,
@@ -212,7 +213,7 @@ def conditions(
 ) -> list[PodCondition]:
     initialized = all(_succeeded(s) for s in init)
     not_ready = [s.name for s in app if not s.ready]
-    terminal = pod_phase in ("Succeeded", "Failed")
+    terminal = pod_phase in TERMINAL_PHASES
     ready_reason = {"Succeeded": "PodCompleted", "Failed": "PodFailed"}.get(pod_phase, "ContainersNotReady")
     ready_message = "" if terminal else f"containers with unready status: [{' '.join(not_ready)}]"
     init_message = f"containers with incomplete status: [{' '.join(s.name for s in init if not _succeeded(s))}]"
@@ -253,7 +254,7 @@ def pod_status(
         status.ready = _succeeded(status)
     app = [container_status(c, view, waiting.get(c.name), scheme, probes) for c in pod.spec.containers]
     pod_phase = phase(pod, init, app, terminal)
-    if previous is not None and previous.phase in ("Succeeded", "Failed"):
+    if previous is not None and previous.phase in TERMINAL_PHASES:
         pod_phase = previous.phase  # a terminal phase never changes (generateAPIPodStatus)
     conds = conditions(view, init, app, pod_phase)
     generation = pod.metadata.generation  # PodObservedGenerationTracking (beta, on in 1.34)
@@ -291,7 +292,7 @@ def terminated(pod: Pod, status: PodStatus) -> PodStatus:
     for s in status.init_container_statuses[:started[-1] if started else 0]:
         if s.state.terminated is None:
             s.state = ContainerState(terminated=UNKNOWN_STATE.model_copy())
-    if not is_static(pod) and status.phase not in ("Succeeded", "Failed"):
+    if not is_static(pod) and status.phase not in TERMINAL_PHASES:
         status.phase = "Failed"
     return status
 

@@ -1,5 +1,6 @@
-"""kubelet_working_pods: the pod workers' pods by lifecycle, config and static, as the kubelet's
-HandlePodCleanups counts them (pkg/kubelet/kubelet_pods.go), every valid combination each time.
+"""The pod counts the kubelet's HandlePodCleanups sets (pkg/kubelet/kubelet_pods.go) each
+housekeeping: kubelet_desired_pods and kubelet_active_pods (count_pods), and kubelet_working_pods
+(count_working), the pod workers' pods by lifecycle, config and static, every valid combination.
 
 - lifecycle: `sync` (running or starting), `terminating` (its kill is under way), `terminated`
   (killed, kept for its final status: a deleted API pod awaiting the API server, an evicted pod);
@@ -10,7 +11,7 @@ HandlePodCleanups counts them (pkg/kubelet/kubelet_pods.go), every valid combina
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from kubeletapi.api.core_v1 import Pod
 from kubeletapi.pods.static import is_static
@@ -41,6 +42,17 @@ def count_working(desired: Mapping[str, Pod], killing: Mapping[str, Pod], termin
             ("terminating", "orphan", _static(pod))
         counts[key] += 1
     return counts
+
+
+def count_pods(defined: Iterable[Pod], active: Iterable[Pod]) -> dict[bool, tuple[int, int]]:
+    """(desired, active) for static pods (True) and the others (False). `defined`: every pod its
+    sources define (admitted, refused at admission, kept evicted); `active`: those
+    filterOutInactivePods keeps."""
+    counts = {True: [0, 0], False: [0, 0]}
+    for column, pods in enumerate((defined, active)):
+        for pod in pods:
+            counts[is_static(pod)][column] += 1
+    return {static: (desired, running) for static, (desired, running) in counts.items()}
 
 
 def _static(pod: Pod) -> str:

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from kubeletapi.api.core_v1 import Container, ContainerStatus, Pod, PodStatus, Probe
+from kubeletapi.api.core_v1 import TERMINAL_PHASES, Container, ContainerStatus, Pod, PodStatus, Probe
 from kubeletapi.clock import Clock
 from kubeletapi.events import reasons
 from kubeletapi.events.recorder import NullRecorder
@@ -205,7 +205,7 @@ class Worker:
         status = self._status(self.key.pod_uid)
         if status is None:
             return True
-        if status.phase in ("Succeeded", "Failed"):
+        if status.phase in TERMINAL_PHASES:
             return False
         c = next((s for s in status.container_statuses if s.name == self.key.container), None)
         if c is None or not c.container_id:

@@ -28,7 +28,7 @@ from kubeletapi.pods.static import CONFIG_SEEN, config_seen, make_static
 from kubeletapi.pods.statusstore import StatusStore
 from kubeletapi.pods.sync import PodSyncer
 from kubeletapi.pods.volumes import PodVolumes
-from kubeletapi.pods.workingpods import CONFIGS, LIFECYCLES, count_working
+from kubeletapi.pods.workingpods import CONFIGS, LIFECYCLES, count_pods, count_working
 from kubeletapi.runtime.process.runtime import ProcessRuntime
 from kubeletapi.runtime.process.shimbuild import shim_path
 from kubeletapi.runtime.types import POD_UID, PodMeta, SandboxConfig
@@ -84,6 +84,12 @@ def test_working_pods_counts_every_combination() -> None:
         ("terminating", "desired", ""): 1, ("terminated", "desired", ""): 2,
         ("terminating", "orphan", "true"): 2, ("terminating", "runtime_only", "unknown"): 1,
     }
+
+
+def test_desired_and_active_counts_keep_static_pods_apart() -> None:
+    static, api, done = static_pod("s", START), api_pod("api"), api_pod("done")
+    assert count_pods([static, api, done], [static, api]) == {True: (1, 1), False: (2, 1)}
+    assert count_pods([], []) == {True: (0, 0), False: (0, 0)}
 
 
 def test_pod_metrics_record_and_render_as_the_kubelet() -> None:
