@@ -233,9 +233,11 @@ class PodManager:
 
     # --- eviction ------------------------------------------------------------------------------
     def active_pods(self) -> list[Pod]:
-        """The kubelet's GetActivePods: admitted pods not being killed (their specs, as admitted)."""
-        gone = set(self._killing) | self._terminating | self._terminated
-        return [pod for uid, pod in self._desired.items() if uid not in gone]
+        """What eviction ranks: the kubelet's GetActivePods (filterOutInactivePods: no pod that ran
+        to completion) less the pods being killed, which an eviction could not stop any sooner
+        (their specs, as admitted)."""
+        gone = set(self._killing) | self._terminating
+        return [pod for uid, pod in self._desired.items() if uid not in gone and self._active(uid, pod)]
 
     async def evict(self, pod: Pod, grace_s: int, message: str) -> bool:
         """Kill an admitted pod with `grace_s` (the eviction's grace period, as the kubelet's

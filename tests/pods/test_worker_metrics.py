@@ -214,8 +214,9 @@ def test_desired_and_active_pods_count_static_pods_apart(tmp_path: Path) -> None
 
 def test_a_pod_that_ran_to_completion_is_desired_but_not_active(tmp_path: Path) -> None:
     """filterOutInactivePods: a pod in a terminal phase (restartPolicy Never, its container exited 0:
-    Succeeded) whose termination is not under way is not active; its source still defines it, so
-    it stays desired. The counts are set at housekeeping (HandlePodCleanups), not on an update."""
+    Succeeded) whose termination is not under way is not active (nor an eviction candidate); its
+    source still defines it, so it stays desired. The counts are set at housekeeping
+    (HandlePodCleanups), not on an update."""
 
     async def go() -> None:
         registry, _, syncer, manager = managed(tmp_path, ["file"])
@@ -233,6 +234,7 @@ def test_a_pod_that_ran_to_completion_is_desired_but_not_active(tmp_path: Path) 
             await manager.housekeeping()
             assert value(registry, "kubelet_desired_pods", static="true") == 1
             assert value(registry, "kubelet_active_pods", static="true") == 0
+            assert manager.active_pods() == []  # nothing eviction could free
         finally:
             await manager.stop()
             await syncer.kill(done)
