@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from google.protobuf import json_format
 
@@ -39,7 +38,8 @@ class SandboxCache:
         (a failure leaves them empty)."""
         self._configs[sandbox_id] = config
         with contextlib.suppress(KubeletError):
-            self._remember(sandbox_id, await self._status(sandbox_id))
+            answer = await self._status(sandbox_id)
+            self._remember(sandbox_id, answer, convert.verbose_info(answer.info))
 
     def forget(self, sandbox_id: str) -> None:
         self._configs.pop(sandbox_id, None)
@@ -62,8 +62,9 @@ class SandboxCache:
             if missing_ok:
                 return None
             raise
-        self._remember(sandbox_id, answer)
-        config = _config_from_info(answer.info.get("info", ""))
+        info = convert.verbose_info(answer.info)  # containerd's JSON, parsed once for all three
+        self._remember(sandbox_id, answer, info)
+        config = _config_from_info(info)
         if config is None:  # a runtime without containerd's verbose info: what the status says
             s = answer.status
             config = pb.PodSandboxConfig(metadata=s.metadata, labels=s.labels, annotations=s.annotations)
@@ -90,17 +91,17 @@ class SandboxCache:
         return await self._client.call(
             rpc.POD_SANDBOX_STATUS, pb.PodSandboxStatusRequest(pod_sandbox_id=sandbox_id, verbose=True))
 
-    def _remember(self, sandbox_id: str, answer: pb.PodSandboxStatusResponse) -> None:
-        self._images[sandbox_id] = str(convert.verbose_info(answer.info).get("image", ""))
+    def _remember(self, sandbox_id: str, answer: pb.PodSandboxStatusResponse, info: Mapping[str, object]) -> None:
+        self._images[sandbox_id] = str(info.get("image", ""))
         self._ips[sandbox_id] = convert.sandbox_ips(answer.status)
 
 
-def _config_from_info(raw: str) -> pb.PodSandboxConfig | None:
+def _config_from_info(info: Mapping[str, object]) -> pb.PodSandboxConfig | None:
     """The PodSandboxConfig in containerd's verbose sandbox info (proto field names, enum numbers)."""
+    config = info.get("config")
+    if not isinstance(config, dict):
+        return None
     try:
-        config = json.loads(raw).get("config") if raw else None
-        if not isinstance(config, dict):
-            return None
         return json_format.ParseDict(config, pb.PodSandboxConfig(), ignore_unknown_fields=True)
     except (ValueError, AttributeError, json_format.ParseError):
         return None
