@@ -9,8 +9,6 @@ first pod without hostNetwork is measured.
 
 from __future__ import annotations
 
-import threading
-
 from prometheus_client import CollectorRegistry, Histogram
 
 from kubeletapi.metrics.pods import POD_START_BUCKETS
@@ -40,8 +38,7 @@ class PodStartupMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self._registry = registry
         self._first_network = gauge(FIRST_NETWORK_POD_START_SLI, registry)
-        self._histograms: tuple[Histogram, Histogram] | None = None
-        self._lock = threading.Lock()
+        self._histograms: tuple[Histogram, Histogram] | None = None  # registered at the first pod
 
     def pod_startup_observed(self, sli_s: float, total_s: float, first_network: bool) -> None:
         sli, total = self._registered()
@@ -51,8 +48,6 @@ class PodStartupMetrics:
             self._first_network.set(sli_s)
 
     def _registered(self) -> tuple[Histogram, Histogram]:
-        with self._lock:
-            if self._histograms is None:
-                self._histograms = (histogram(POD_START_SLI, self._registry),
-                                    histogram(POD_START_TOTAL, self._registry))
-            return self._histograms
+        if self._histograms is None:
+            self._histograms = (histogram(POD_START_SLI, self._registry), histogram(POD_START_TOTAL, self._registry))
+        return self._histograms
